@@ -1,0 +1,40 @@
+# Two commands a new user needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+
+.PHONY: run demo test lint bench clean
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/activate
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+## run: install, then start the Streamlit playground on http://localhost:$(PORT)
+run: $(VENV)/.installed
+	$(BIN)/streamlit run app.py --server.headless true --server.port $(PORT) \
+		--browser.gatherUsageStats false
+
+## demo: the CLI on the sample athletes, no browser
+demo: $(VENV)/.installed
+	$(BIN)/coachctx athletes
+	$(BIN)/coachctx explain "Should I train through this pain?" --athlete maya
+
+## test: lint, type-check and the whole suite (browser test included)
+test: $(VENV)/.installed lint
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check coachctx tests app.py bench
+	$(BIN)/mypy
+
+## bench: write bench/REPORT.md and its plots
+bench: $(VENV)/.installed
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,189 @@
+"""`coachctx` command line. Bad input prints one clear line on stderr and exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from coachctx.classifier import classifier_from_env
+from coachctx.decision import Decision
+from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
+from coachctx.policy import DEFAULT_POLICY_PATH, Policy, load_policy
+from coachctx.services import FixtureUpstream, fetch_bundle
+from coachctx.trace import make_trace, read_trace, replay, write_json_atomic
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"coachctx: {message} (see `coachctx --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="coachctx", description="Decide what an LLM coaching assistant may see, and why.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("explain", help="decide for one question about one sample athlete")
+    p.add_argument("question")
+    p.add_argument("--athlete", required=True)
+    p.add_argument("--scope", default="auto", choices=SCOPE_REQUESTS)
+    p.add_argument("--tier", default="paid")
+    p.add_argument("--budget", type=int, default=None, help="custom token budget for secondary context")
+    p.add_argument("--policy", default=None, help=f"policy YAML (default: {DEFAULT_POLICY_PATH.name})")
+    p.add_argument("--costs", default="hand", choices=COST_MODES)
+    p.add_argument("--athletes-dir", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help="print the Decision as JSON")
+    p.add_argument("--prompt", action="store_true", help="also print the prompt that would be sent")
+    p.add_argument("--trace-out", default=None, help="write a decision trace (decision + bundle snapshot)")
+    _add_policy_version(p)
+
+    p = sub.add_parser("replay", help="reproduce a decision trace; say what today's policy decides differently")
+    p.add_argument("trace")
+    p.add_argument("--policy", default=None)
+    p.add_argument("--json", action="store_true")
+    _add_policy_version(p)
+
+    p = sub.add_parser("check-policy", help="validate a policy file")
+    p.add_argument("path")
+
+    p = sub.add_parser("athletes", help="list the sample athletes")
+    p.add_argument("--athletes-dir", default=None, help=argparse.SUPPRESS)
+    _register_extensions(sub)
+    return parser
+
+
+def _add_policy_version(p: argparse.ArgumentParser) -> None:
+    """Hook for the policy store (a version number or label); no-op until the store exists."""
+
+
+def _register_extensions(sub: Any) -> None:
+    """Hook for subcommands that live in other modules."""
+
+
+def _policy(path: str | None) -> tuple[Policy, str]:
+    p = Path(path) if path else DEFAULT_POLICY_PATH
+    return load_policy(p), _display_path(p)
+
+
+def _display_path(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    policy, source = _policy(args.policy)
+    upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
+    if not upstream.has(args.athlete):
+        raise InputError(f"unknown athlete {args.athlete!r}; sample athletes are: {', '.join(upstream.athletes())}")
+    bundle = fetch_bundle(upstream, args.athlete)
+    decision = select(args.question, bundle, policy, scope=args.scope, tier=args.tier, budget=args.budget,
+                      cost_mode=args.costs, classifier=classifier_from_env(), policy_source=source)
+    if args.trace_out:
+        write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget))
+    if args.json:
+        print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print(render_text(decision, with_prompt=args.prompt))
+        if args.trace_out:
+            print(f"\ntrace written to {args.trace_out}")
+    return 0
+
+
+def render_text(d: Decision, *, with_prompt: bool = False) -> str:
+    i = d.intent
+    scores = "  ".join(f"{k} {v:g}" for k, v in sorted(i["scores"].items(), key=lambda kv: -kv[1]) if v) or "none"
+    scope = d.scope["effective"] or "none"
+    if d.scope["inferred_from"]:
+        scope += f" (inferred from {', '.join(repr(w) for w in d.scope['inferred_from'])})"
+    lines = [
+        f"question   {d.question}",
+        f"athlete    {d.athlete}    scope {scope}    tier {d.tier} (budget {d.budget})",
+        f"scores     {scores}",
+        f"intent     {i['name']} via {i['source']}    contenders {', '.join(i['contenders'])}",
+        f"why        {i['reason']}",
+        "",
+        f"{'fragment':<20} {'status':<9} {'role':<10} {'cost':>4}  reasons",
+    ]
+    for f in d.fragments:
+        reasons = "; ".join(f"{r['code']}: {r['detail']}" for r in f.reasons) or "-"
+        lines.append(f"{f.name:<20} {f.status:<9} {f.role:<10} {f.cost:>4}  {reasons}")
+    lines.append("")
+    for w in d.warnings:
+        lines.append(f"WARNING    {w}")
+    t = d.tokens
+    lines.append(f"tokens     prompt {t['prompt']} vs naive {t['naive']} ({t['saved_pct']:g}% smaller); "
+                 f"costs {t['cost_mode']}")
+    lines.append(f"coverage   {d.coverage:g}    confidence {d.confidence:g}    policy {d.policy['digest']}")
+    if with_prompt:
+        lines += ["", *[f"[{m['role']}]\n{m['content']}" for m in d.prompt["messages"]]]
+    return "\n".join(lines)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    trace = read_trace(args.trace)
+    policy, source = _policy(args.policy)
+    result = replay(trace, policy, policy_source=source)
+    if args.json:
+        print(json.dumps({"same": result.same, "differences": result.differences,
+                          "recorded_policy": trace.decision.get("policy"),
+                          "decision": result.decision.to_json()}, ensure_ascii=False, indent=2))
+        return 0
+    recorded = trace.decision.get("policy", {}) if isinstance(trace.decision.get("policy"), dict) else {}
+    print(f"trace      {args.trace}: {trace.inputs['question']!r} about {trace.inputs.get('athlete')}")
+    print(f"policy     recorded {recorded.get('digest')} ({recorded.get('source')}), "
+          f"now {result.decision.policy['digest']} ({source})")
+    if result.same:
+        print("result     the same decision: today's policy decides exactly as recorded")
+    else:
+        print(f"result     {len(result.differences)} difference(s):")
+        for diff in result.differences:
+            print(f"  {diff['field']}: recorded {json.dumps(diff['recorded'], ensure_ascii=False)} -> "
+                  f"now {json.dumps(diff['now'], ensure_ascii=False)}")
+    return 0
+
+
+def cmd_check_policy(args: argparse.Namespace) -> int:
+    policy = load_policy(args.path)
+    print(f"{args.path}: ok (digest {policy.digest}; {len(policy.intents)} intents, "
+          f"{sum(len(t) for v in policy.vocabulary.values() for t in v.values())} terms)")
+    return 0
+
+
+def cmd_athletes(args: argparse.Namespace) -> int:
+    upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
+    for athlete in upstream.athletes():
+        print(f"{athlete:<8} {upstream.describe(athlete)}")
+    return 0
+
+
+COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_check_policy,
+            "athletes": cmd_athletes}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except PolicyError as e:
+        print(f"coachctx: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except CoachctxError as e:
+        print(f"coachctx: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        print(f"coachctx: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

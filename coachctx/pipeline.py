@@ -1,0 +1,179 @@
+"""`select()`: the whole pipeline as a bare sequence of stages over data already fetched.
+
+route -> policy lookup + excludes -> scope modifiers -> availability -> budget -> audit ->
+Decision. Nothing here touches the network except the injected classifier, called only when
+the rules are unsure.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _pkg_version
+from typing import Final, Literal, get_args
+
+from coachctx.audit import audit
+from coachctx.availability import CostMode, DropUnavailable, facts
+from coachctx.budget import SpendBudget
+from coachctx.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
+from coachctx.errors import InputError
+from coachctx.fragments import BY_NAME
+from coachctx.modifiers import ApplyScope
+from coachctx.plan import Plan
+from coachctx.policy import SCOPES, Policy
+from coachctx.prompt import build_naive_prompt, build_prompt, system_block
+from coachctx.routing import Classifier, Route, clinical_terms_in, infer_scope, route
+from coachctx.selection import lookup
+from coachctx.services import Bundle
+from coachctx.text import tokenise
+
+MAX_QUESTION_CHARS: Final = 2000
+ScopeRequest = Literal["auto", "today", "week", "months"]
+SCOPE_REQUESTS: Final[tuple[str, ...]] = get_args(ScopeRequest)
+COST_MODES: Final = ("hand", "measured")
+
+try:
+    VERSION: Final = _pkg_version("coachctx")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    VERSION = "0.0.0+source"  # type: ignore[misc]
+
+
+def check_question(question: str) -> str:
+    """The question, stripped; InputError if it is empty or too long."""
+    if not isinstance(question, str):
+        raise InputError("question must be text")
+    stripped = question.strip()
+    if not stripped:
+        raise InputError("question is empty: type what the athlete asked")
+    if len(stripped) > MAX_QUESTION_CHARS:
+        raise InputError(f"question is {len(stripped)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return stripped
+
+
+def resolve_budget(policy: Policy, tier: str, budget: int | None) -> int:
+    if budget is not None:
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InputError(f"budget must be a whole number >= 0, got {budget!r}")
+        return budget
+    if tier not in policy.tiers:
+        raise InputError(f"unknown tier {tier!r}; the policy defines: {', '.join(policy.tiers)}")
+    return policy.tiers[tier]
+
+
+def select(
+    question: str,
+    bundle: Bundle,
+    policy: Policy,
+    *,
+    scope: str = "auto",
+    tier: str = "paid",
+    budget: int | None = None,
+    cost_mode: CostMode = "hand",
+    classifier: Classifier | None = None,
+    policy_source: str = "policy/default.yaml",
+    policy_version: str | None = None,
+    soften_excludes: bool = True,
+    recorded_route: Route | None = None,
+) -> Decision:
+    """Decide what the assistant may see for this question about this athlete.
+
+    Always returns a Decision (an empty selection is a valid one); raises InputError only for
+    unusable arguments. `recorded_route` replays a route from a trace instead of routing again.
+    """
+    question = check_question(question)
+    if scope not in SCOPE_REQUESTS:
+        raise InputError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+    if cost_mode not in COST_MODES:
+        raise InputError(f"unknown cost mode {cost_mode!r}; use hand or measured")
+    spend = resolve_budget(policy, tier, budget)
+    tokens = tokenise(question)
+
+    decided = recorded_route if recorded_route is not None else route(tokens, policy, classifier)
+    if scope == "auto":
+        effective, inferred_from = infer_scope(tokens, policy)
+    else:
+        effective, inferred_from = scope, None
+    fragment_facts = facts(bundle)
+    costs = {name: f.cost(cost_mode) for name, f in fragment_facts.items()}
+    apply_scope = ApplyScope(policy, effective, decided.contenders)
+    spend_budget = SpendBudget(spend, costs)
+
+    plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes)
+    for stage in (apply_scope, DropUnavailable(fragment_facts), spend_budget):
+        plan = stage(plan)
+
+    warnings = [*audit(decided, plan, policy), *apply_scope.warnings]
+    coverage = _coverage(plan)
+    factor = NO_MATCH_CONFIDENCE if decided.matched_nothing else ROUTE_CONFIDENCE[decided.source]
+    clinical = clinical_terms_in(tokens, policy)
+    max_words = max(policy.intent(c).max_words for c in decided.contenders) if decided.source != "rules" \
+        else policy.intent(decided.intent).max_words
+    system = system_block(bundle.language, max_words, clinical)
+    prompt = build_prompt(system, [(n, fragment_facts[n].line or "") for n in plan.selected], question)
+    naive = build_naive_prompt(system, bundle.naive_payload(), question)
+    prompt_tokens, naive_tokens = prompt.tokens, naive.tokens
+
+    return Decision(
+        question=question,
+        athlete=bundle.athlete,
+        scope={"requested": scope, "effective": effective, "inferred_from": inferred_from},
+        tier=tier if budget is None else "custom",
+        budget=spend,
+        intent=_intent_json(decided, policy),
+        selected=tuple(plan.selected),
+        fragments=tuple(
+            FragmentDecision(
+                name=s.name, status=s.status, role=s.role, reasons=tuple(r.to_json() for r in s.reasons),
+                cost=costs[s.name], cost_hand=fragment_facts[s.name].hand_cost,
+                cost_measured=fragment_facts[s.name].measured_cost, line=fragment_facts[s.name].line,
+                service=BY_NAME[s.name].service)
+            for s in plan.fragments),
+        warnings=tuple(warnings),
+        coverage=coverage,
+        confidence=round(coverage * factor, 4),
+        tokens={"prompt": prompt_tokens, "naive": naive_tokens,
+                "saved_pct": round(100 * (naive_tokens - prompt_tokens) / naive_tokens, 1),
+                "cost_mode": cost_mode, "budget_spent": spend_budget.spent,
+                "selected_cost": sum(costs[n] for n in plan.selected), "encoding": "cl100k_base"},
+        policy={"source": policy_source, "digest": policy.digest, "version": policy_version},
+        version=VERSION,
+        max_words=max_words,
+        language=bundle.language,
+        clinical={"is_clinical": bool(clinical), "terms": clinical},
+        services={s: {"status": r.status, "detail": r.detail} for s, r in bundle.results.items()},
+        prompt={"messages": prompt.messages, "naive_messages": naive.messages},
+    )
+
+
+def _coverage(plan: Plan) -> float:
+    requested = [s for s in plan.fragments if s.role != "none" and "dropped_by_scope" not in s.codes]
+    if not requested:
+        return 1.0
+    arrived = [s for s in requested if not {"unreachable", "never_computed", "empty_field"} & set(s.codes)]
+    return round(len(arrived) / len(requested), 4)
+
+
+def _intent_json(r: Route, policy: Policy) -> dict[str, object]:
+    top_score = r.scores.scores.get(r.top, 0.0) if r.top else 0.0
+    runner_score = r.scores.scores.get(r.runner_up, 0.0) if r.runner_up else 0.0
+    return {
+        "name": r.intent,
+        "source": r.source,
+        "scores": dict(r.scores.scores),
+        "matched": {k: [[t, w] for t, w in v] for k, v in r.scores.matched.items() if v},
+        "top": r.top,
+        "runner_up": r.runner_up,
+        "margin": round(top_score - runner_score, 6),
+        "confident": r.confident,
+        "contenders": list(r.contenders),
+        "reason": r.reason,
+        "fallback_reason": r.fallback_reason,
+        "threshold": policy.routing.confident_threshold,
+        "required_margin": policy.routing.margin,
+        "matched_nothing": r.matched_nothing,
+        "scripts": list(r.scripts),
+        "model": None if r.model_raw is None and r.model_latency_ms is None else
+        {"label": r.model_label, "raw": r.model_raw, "latency_ms": r.model_latency_ms},
+    }
+
+
+assert set(SCOPES) < set(SCOPE_REQUESTS)

@@ -1,0 +1,96 @@
+"""The value the selection stages pass along: every fragment's role, status and reasons.
+
+Stages never delete a fragment: they return a new `Plan` in which it is withheld with a
+typed reason. A `Stage` is any function `Plan -> Plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from coachctx.fragments import FRAGMENT_NAMES
+
+Role = Literal["primary", "secondary", "none"]
+Status = Literal["selected", "withheld"]
+ReasonCode = Literal[
+    "not_requested", "excluded", "dropped_by_scope", "unreachable", "never_computed", "empty_field",
+    "over_budget", "promoted_by_scope", "demoted_by_scope", "kept_despite_exclude",
+]
+REASON_CODES: tuple[ReasonCode, ...] = ReasonCode.__args__  # type: ignore[attr-defined]
+WITHHOLDING: frozenset[str] = frozenset({
+    "not_requested", "excluded", "dropped_by_scope", "unreachable", "never_computed", "empty_field", "over_budget",
+})
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: ReasonCode
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class FragmentState:
+    name: str
+    role: Role
+    status: Status
+    reasons: tuple[Reason, ...] = ()
+
+    def withhold(self, reason: Reason) -> FragmentState:
+        return replace(self, status="withheld", reasons=(*self.reasons, reason))
+
+    def note(self, reason: Reason) -> FragmentState:
+        return replace(self, reasons=(*self.reasons, reason))
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(r.code for r in self.reasons)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Fragments in prompt order: primaries first (in policy order), then secondaries in
+    budget order, then the rest in registry order."""
+
+    fragments: tuple[FragmentState, ...]
+
+    @classmethod
+    def initial(cls, primary: Iterable[str], secondary: Iterable[str]) -> Plan:
+        primary, secondary = list(primary), list(secondary)
+        states = [FragmentState(n, "primary", "selected") for n in primary]
+        states += [FragmentState(n, "secondary", "selected") for n in secondary if n not in primary]
+        chosen = {s.name for s in states}
+        states += [FragmentState(n, "none", "withheld") for n in FRAGMENT_NAMES if n not in chosen]
+        return cls(tuple(states))
+
+    def __getitem__(self, name: str) -> FragmentState:
+        for state in self.fragments:
+            if state.name == name:
+                return state
+        raise KeyError(name)
+
+    def by_name(self) -> Mapping[str, FragmentState]:
+        return {s.name: s for s in self.fragments}
+
+    def update(self, changes: Mapping[str, FragmentState]) -> Plan:
+        return Plan(tuple(changes.get(s.name, s) for s in self.fragments))
+
+    def reorder(self) -> Plan:
+        """Prompt order again after roles changed: primary, secondary, none (stable)."""
+        rank = {"primary": 0, "secondary": 1, "none": 2}
+        return Plan(tuple(sorted(self.fragments, key=lambda s: rank[s.role])))
+
+    def with_role(self, role: Role) -> list[FragmentState]:
+        return [s for s in self.fragments if s.role == role]
+
+    @property
+    def selected(self) -> list[str]:
+        return [s.name for s in self.fragments if s.status == "selected"]
+
+
+Stage = Callable[[Plan], Plan]
+"""A selection stage: takes the plan so far, returns a new one. Never drops a fragment."""

@@ -1,0 +1,357 @@
+"""The policy: intents, vocabulary, routing thresholds, scope modifiers, tiers, clinical terms.
+
+Reading a file (`read_policy_text`), parsing YAML safely (`parse_yaml`) and validating
+(`validate_policy`) are separate steps; `load_policy` chains them. Every failure becomes a
+`PolicyError` naming the source, the path inside the document (`intents.injury.primary[1]`)
+and the offending value, with a "did you mean" for near-miss names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from coachctx.errors import PolicyError
+from coachctx.fragments import FRAGMENT_NAMES
+
+_T = TypeVar("_T")
+
+DEFAULT_POLICY_PATH: Final = Path(__file__).resolve().parent.parent / "policy" / "default.yaml"
+MAX_POLICY_BYTES: Final = 512 * 1024
+MAX_YAML_DEPTH: Final = 24
+MAX_YAML_ALIASES: Final = 64
+
+INTENTS: Final[tuple[str, ...]] = ("training", "injury", "recovery", "nutrition", "conditions", "general")
+SCOPES: Final[tuple[str, ...]] = ("today", "week", "months")
+LANGUAGES: Final[Mapping[str, str]] = {
+    # code -> how its terms match: a Snowball stemmer name, "substring" or "prefix"
+    "en": "english", "es": "spanish", "de": "german", "fr": "french", "pt": "portuguese",
+    "it": "italian", "ru": "russian", "nl": "dutch", "sv": "swedish", "da": "danish",
+    "no": "norwegian", "fi": "finnish", "pl": "polish", "tr": "turkish",
+    "ja": "substring", "zh": "substring", "ko": "prefix",
+}
+
+IntentName = Literal["training", "injury", "recovery", "nutrition", "conditions", "general"]
+ScopeName = Literal["today", "week", "months"]
+FragmentName = Literal[
+    "athlete_profile", "chronotype", "training_block", "baseline_aerobic", "baseline_mobility",
+    "baseline_strength", "readiness_training", "readiness_recovery", "readiness_nutrition",
+    "readiness_injury", "conditions_today",
+]
+Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "ja", "zh", "ko"]
+Term = Annotated[str, Field(min_length=1, max_length=80)]
+Weight = Annotated[float, Field(gt=0, le=100)]
+
+assert set(FragmentName.__args__) == set(FRAGMENT_NAMES)  # type: ignore[attr-defined]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _no_duplicates(values: Sequence[str]) -> Sequence[str]:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"lists {value!r} twice")
+        seen.add(value)
+    return values
+
+
+class IntentPolicy(_Strict):
+    """What one intent asks for. Primary is never cut by the budget; secondary is."""
+
+    primary: list[FragmentName]
+    secondary: list[FragmentName] = []
+    exclude: list[FragmentName] = []
+    max_words: Annotated[int, Field(gt=0, le=2000)]
+
+    @field_validator("primary", "secondary", "exclude")
+    @classmethod
+    def _unique(cls, values: list[str]) -> list[str]:
+        return list(_no_duplicates(values))
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> IntentPolicy:
+        for a, b in (("primary", "secondary"), ("primary", "exclude"), ("secondary", "exclude")):
+            both = [f for f in getattr(self, a) if f in getattr(self, b)]
+            if both:
+                raise ValueError(f"{both[0]!r} is in both {a} and {b}")
+        return self
+
+    def requests(self, fragment: str) -> str | None:
+        """`primary`, `secondary` or None."""
+        if fragment in self.primary:
+            return "primary"
+        if fragment in self.secondary:
+            return "secondary"
+        return None
+
+
+class Routing(_Strict):
+    confident_threshold: Annotated[float, Field(ge=0)] = 1.0
+    margin: Annotated[float, Field(ge=0)] = 1.0
+
+
+class Modifier(_Strict):
+    """One scope action. `reason` travels into the Decision verbatim."""
+
+    action: Literal["promote", "demote", "drop"]
+    fragment: FragmentName
+    reason: Annotated[str, Field(min_length=3, max_length=300)]
+    intents: list[IntentName] | None = None
+    """Only for these intents (routed intent or any contender); all intents when absent."""
+
+
+class ScopePolicy(_Strict):
+    terms: dict[Language, list[Term]] = {}
+    modifiers: list[Modifier] = []
+
+    @model_validator(mode="after")
+    def _one_action_per_fragment(self) -> ScopePolicy:
+        seen: dict[str, str] = {}
+        for m in self.modifiers:
+            if m.fragment in seen and m.intents is None:
+                raise ValueError(f"{m.fragment!r} has two actions ({seen[m.fragment]} and {m.action})")
+            seen[m.fragment] = m.action
+        return self
+
+
+class Policy(_Strict):
+    """The whole policy document. All six intents must be present."""
+
+    routing: Routing = Routing()
+    tiers: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")], Annotated[int, Field(ge=0, le=1_000_000)]]
+    intents: dict[IntentName, IntentPolicy]
+    vocabulary: dict[IntentName, dict[Language, dict[Term, Weight]]]
+    scopes: dict[ScopeName, ScopePolicy] = {}
+    clinical_terms: dict[Language, list[Term]] = {}
+
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Policy:
+        missing = [i for i in INTENTS if i not in self.intents]
+        if missing:
+            raise ValueError(f"intents: missing intent(s) {', '.join(missing)}")
+        if not self.tiers:
+            raise ValueError("tiers: at least one tier is needed")
+        return self
+
+    def intent(self, name: str) -> IntentPolicy:
+        return self.intents[name]  # type: ignore[index]
+
+    @property
+    def digest(self) -> str:
+        return self.derived("digest", policy_digest)
+
+    def derived(self, key: str, build: Callable[[Policy], _T]) -> _T:
+        """A value computed once from this (immutable) policy: compiled matchers, the digest."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]  # type: ignore[no-any-return]
+
+
+def policy_digest(policy: Policy) -> str:
+    """A short content hash: equal policies have equal digests whatever their YAML layout."""
+    canonical = json.dumps(policy.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+class _GuardedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses deep nesting and alias bombs before anything is built."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (line {mark.line + 1})")
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"nested deeper than {MAX_YAML_DEPTH} levels (line {mark.line + 1})")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def read_policy_text(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_POLICY_BYTES:
+            raise PolicyError(str(p), [("", f"file is {size} bytes; the limit is {MAX_POLICY_BYTES}")])
+        return p.read_text(encoding="utf-8")
+    except PolicyError:
+        raise
+    except FileNotFoundError as e:
+        raise PolicyError(str(p), [("", "no such file")]) from e
+    except IsADirectoryError as e:
+        raise PolicyError(str(p), [("", "is a directory, expected a YAML file")]) from e
+    except UnicodeDecodeError as e:
+        raise PolicyError(str(p), [("", f"not UTF-8 text (byte {e.start})")]) from e
+    except OSError as e:
+        raise PolicyError(str(p), [("", f"cannot read: {e.strerror}")]) from e
+
+
+def parse_yaml(text: str, source: str = "<draft>") -> Any:
+    """`yaml.safe_load` with size, depth and alias limits; tags that build objects are refused."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_POLICY_BYTES:
+        raise PolicyError(source, [("", f"document is larger than {MAX_POLICY_BYTES} bytes")])
+    try:
+        loader = _GuardedLoader(text)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise PolicyError(source, [(where, f"YAML syntax error: {e.problem or e.context}")]) from e
+    except yaml.YAMLError as e:
+        raise PolicyError(source, [("", f"YAML error: {e}")]) from e
+    except RecursionError as e:
+        raise PolicyError(source, [("", "YAML nested too deeply")]) from e
+
+
+def validate_policy(data: Any, source: str = "<draft>") -> Policy:
+    if data is None:
+        raise PolicyError(source, [("", "the document is empty")])
+    if not isinstance(data, Mapping):
+        raise PolicyError(source, [("", f"expected a mapping at the top level, got {type(data).__name__}")])
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as e:
+        raise PolicyError(source, [_describe(err, data) for err in e.errors()]) from e
+
+
+def parse_policy(text: str, source: str = "<draft>") -> Policy:
+    return validate_policy(parse_yaml(text, source), source)
+
+
+def load_policy(path: str | Path | None = None) -> Policy:
+    """Read and validate a policy file (the checked-in default when `path` is None)."""
+    p = Path(path) if path is not None else DEFAULT_POLICY_PATH
+    return parse_policy(read_policy_text(p), str(p))
+
+
+def policy_to_yaml(policy: Policy) -> str:
+    """The policy as YAML a coach can read; `parse_policy` of it gives an equal policy."""
+    data = policy.model_dump(mode="json", exclude_defaults=False)
+    for scope in data.get("scopes", {}).values():
+        for m in scope.get("modifiers", []):
+            if m.get("intents") is None:
+                m.pop("intents", None)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
+
+
+# --- error wording ---------------------------------------------------------------------------
+
+_OPTIONS: Final[Mapping[str, Sequence[str]]] = {
+    "fragment": FRAGMENT_NAMES,
+    "intent": INTENTS,
+    "scope": SCOPES,
+    "language": tuple(LANGUAGES),
+}
+
+
+def format_path(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _kind(expected: Sequence[str]) -> str:
+    for kind, options in _OPTIONS.items():
+        if set(expected) <= set(options):
+            return kind
+    return "value"
+
+
+def _did_you_mean(value: Any, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(str(value), list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The model class a location points into, for suggesting key names."""
+    model: type[BaseModel] | None = Policy
+    steps = list(loc)
+    while steps and model is not None:
+        step = steps.pop(0)
+        if model is Policy and step in ("intents", "scopes") and steps:
+            steps.pop(0)
+            model = IntentPolicy if step == "intents" else ScopePolicy
+        elif model is ScopePolicy and step == "modifiers" and steps:
+            steps.pop(0)
+            model = Modifier
+        elif model is Policy and step == "routing":
+            model = Routing
+        else:
+            return model if not steps else None
+    return model
+
+
+def _describe(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
+    loc = list(err["loc"])
+    kind = err["type"]
+    value = err.get("input")
+    if loc and loc[-1] == "[key]":
+        loc = loc[:-1]
+        value = loc[-1] if loc else value
+    path = format_path(loc)
+    ctx = err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        known = list(model.model_fields) if model else []
+        return path, f"unknown key {loc[-1]!r}{_did_you_mean(loc[-1], known)}" + (
+            f"; allowed: {', '.join(known)}" if known else "")
+    if kind == "literal_error":
+        expected = [s.strip().strip("'") for s in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
+        expected = [e for e in expected if e]
+        what = _kind(expected)
+        return path, f"unknown {what} {value!r}{_did_you_mean(value, expected)}"
+    if kind == "missing":
+        return path, "required key is missing"
+    if kind in ("greater_than", "greater_than_equal", "less_than_equal", "less_than"):
+        return path, f"{err['msg'].lower()}, got {value!r}"
+    if kind == "value_error":
+        msg = str(ctx.get("error", err["msg"]))
+        return path, msg
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return path, f"{err['msg'].lower()}, got {type(value).__name__} {_short(value)}"
+    return path, f"{err['msg']}, got {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,301 @@
+"""Routing: score intents with the policy's weighted vocabulary, then decide whether the rules
+are sure enough or the model must be asked.
+
+`TermMatcher` compiles a {label: {language: {term: weight}}} table once; `score` is a pure
+function of the question. `route` makes the one decision: rules, model or fallback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from coachctx.policy import INTENTS, LANGUAGES, Policy
+from coachctx.text import Tokens, stem, tokenise
+
+RouteSource = Literal["rules", "model", "fallback"]
+FallbackReason = Literal["no_model_configured", "model_error", "model_timeout", "invalid_label", "no_match"]
+
+
+@dataclass(frozen=True)
+class _Term:
+    label: str
+    term: str
+    weight: float
+
+
+@dataclass(frozen=True)
+class TermMatcher:
+    """Matches terms per language: stemmed token sequences for spaced scripts, substrings for
+    Han/Kana, token prefixes for Hangul. Each term counts once per question."""
+
+    stemmed: Mapping[str, Mapping[tuple[str, ...], tuple[_Term, ...]]]
+    """algorithm -> stemmed phrase -> terms"""
+    substrings: tuple[tuple[str, _Term], ...]
+    prefixes: tuple[tuple[str, _Term], ...]
+    longest_phrase: int
+
+    @classmethod
+    def compile(cls, table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
+        stemmed: dict[str, dict[tuple[str, ...], list[_Term]]] = {}
+        substrings: list[tuple[str, _Term]] = []
+        prefixes: list[tuple[str, _Term]] = []
+        longest = 1
+        for label, by_language in table.items():
+            for language, terms in by_language.items():
+                mode = LANGUAGES[language]
+                for term, weight in terms.items():
+                    entry = _Term(label, term, float(weight))
+                    words = tokenise(term)
+                    if mode == "substring":
+                        key = words.unspaced or words.text.strip()
+                        if key:
+                            substrings.append((key, entry))
+                    elif mode == "prefix" and len(words.words) == 1:
+                        prefixes.append((words.words[0], entry))
+                    elif words.words:
+                        algorithm = mode if mode != "prefix" else "prefix"
+                        phrase = tuple(stem(w, algorithm) if algorithm != "prefix" else w for w in words.words)
+                        bucket = stemmed.setdefault(algorithm, {}).setdefault(phrase, [])
+                        # "train" and "training" stem alike: one intent scores one stem once
+                        same = [i for i, e in enumerate(bucket) if e.label == label]
+                        if not same:
+                            bucket.append(entry)
+                        elif bucket[same[0]].weight < entry.weight:
+                            bucket[same[0]] = entry
+                        longest = max(longest, len(phrase))
+        return cls(
+            stemmed={a: {p: tuple(ts) for p, ts in d.items()} for a, d in stemmed.items()},
+            substrings=tuple(substrings),
+            prefixes=tuple(prefixes),
+            longest_phrase=longest,
+        )
+
+    def find(self, tokens: Tokens) -> list[_Term]:
+        """Every distinct term found in the question, in vocabulary order per kind of match."""
+        found: dict[tuple[str, str], _Term] = {}
+        words = tokens.words
+        for algorithm, phrases in self.stemmed.items():
+            stems = [w if algorithm == "prefix" else stem(w, algorithm) for w in words]
+            for i in range(len(stems)):
+                for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
+                    for entry in phrases.get(tuple(stems[i : i + n]), ()):
+                        found.setdefault((entry.label, entry.term), entry)
+        if tokens.unspaced or tokens.text:
+            haystack = tokens.unspaced or ""
+            for key, entry in self.substrings:
+                if key in haystack or (" " in key and key in tokens.text):
+                    found.setdefault((entry.label, entry.term), entry)
+        for key, entry in self.prefixes:
+            if any(w.startswith(key) for w in words):
+                found.setdefault((entry.label, entry.term), entry)
+        return list(found.values())
+
+
+def vocabulary_matcher(policy: Policy) -> TermMatcher:
+    """Compiled once per policy object."""
+    return policy.derived("vocabulary", lambda p: TermMatcher.compile(p.vocabulary))
+
+
+@dataclass(frozen=True)
+class Scores:
+    scores: Mapping[str, float]
+    matched: Mapping[str, tuple[tuple[str, float], ...]]
+    scripts: tuple[str, ...]
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """Intents by score, highest first; ties keep the policy's intent order."""
+        order = {name: i for i, name in enumerate(self.scores)}
+        return sorted(self.scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+    @property
+    def top(self) -> tuple[str | None, float]:
+        name, value = self.ranked()[0]
+        return (name if value > 0 else None), value
+
+    @property
+    def runner_up(self) -> tuple[str | None, float]:
+        ranked = self.ranked()
+        if len(ranked) < 2:
+            return None, 0.0
+        name, value = ranked[1]
+        return (name if value > 0 else None), value
+
+    @property
+    def nothing_matched(self) -> bool:
+        return all(v <= 0 for v in self.scores.values())
+
+
+def score(question: str | Tokens, policy: Policy) -> Scores:
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    found = vocabulary_matcher(policy).find(tokens)
+    scores = {name: 0.0 for name in INTENTS}
+    matched: dict[str, list[tuple[str, float]]] = {name: [] for name in INTENTS}
+    for entry in found:
+        scores[entry.label] = round(scores[entry.label] + entry.weight, 6)
+        matched[entry.label].append((entry.term, entry.weight))
+    return Scores(scores=scores, matched={k: tuple(v) for k, v in matched.items()}, scripts=tokens.scripts)
+
+
+# --- the model, injected ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """What the classifier said. `label` is None when it failed; `error` says why."""
+
+    raw: str | None
+    latency_ms: float
+    error: str | None = None
+    timed_out: bool = False
+
+
+Classifier = Callable[[str, Sequence[str]], ModelAnswer]
+"""Given the question and the allowed intent names, ask a model for one label. Must not raise."""
+
+
+def clean_label(raw: str | None, allowed: Sequence[str]) -> str | None:
+    """The intent named by a model's raw answer, or None if it names none (or several)."""
+    if raw is None:
+        return None
+    text = raw.strip().strip("`'\".:;!* \n").casefold()
+    if text.startswith("{"):
+        import json
+
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            return None
+        text = str(obj.get("intent", "")).strip().casefold() if isinstance(obj, dict) else ""
+    text = text.removeprefix("intent:").strip()
+    return text if text in allowed else None
+
+
+@dataclass(frozen=True)
+class Route:
+    """The routing decision, with everything needed to explain it."""
+
+    intent: str
+    source: RouteSource
+    scores: Scores
+    top: str | None
+    runner_up: str | None
+    confident: bool
+    contenders: tuple[str, ...]
+    reason: str
+    fallback_reason: FallbackReason | None = None
+    model_label: str | None = None
+    model_raw: str | None = None
+    model_latency_ms: float | None = None
+    matched_nothing: bool = False
+    scripts: tuple[str, ...] = field(default=())
+
+
+def is_confident(top: float, runner_up: float, threshold: float, margin: float) -> bool:
+    # `top > 0` stays even though threshold is 1.0 by default: lowering the threshold must
+    # never hand the fast path to a question that matched nothing.
+    return top > 0 and top >= threshold and top - runner_up >= margin
+
+
+def contenders_of(scores: Scores, margin: float) -> list[str]:
+    """Intents scoring above zero and within `margin` of the top score, best first."""
+    _, top = scores.top
+    return [name for name, value in scores.ranked() if value > 0 and top - value <= margin + 1e-9]
+
+
+def route(question: str | Tokens, policy: Policy, classifier: Classifier | None) -> Route:
+    scores = score(question, policy)
+    threshold, margin = policy.routing.confident_threshold, policy.routing.margin
+    top, top_score = scores.top
+    runner, runner_score = scores.runner_up
+    confident = is_confident(top_score, runner_score, threshold, margin)
+    common = dict(scores=scores, top=top, runner_up=runner, confident=confident,
+                  matched_nothing=scores.nothing_matched, scripts=scores.scripts)
+    if confident and top is not None:
+        lead = f"leads {runner} {runner_score:g}" if runner else "leads every other intent (0)"
+        return Route(intent=top, source="rules", contenders=(top,),
+                     reason=f"rules: {top} scored {top_score:g} >= threshold {threshold:g} and {lead} "
+                            f"by {top_score - runner_score:g} >= margin {margin:g}", **common)  # type: ignore[arg-type]
+    why_unsure = _why_unsure(top, top_score, runner, runner_score, threshold, margin, scores)
+    keyword_contenders = contenders_of(scores, margin)
+    fallback_intent = top if top is not None else "general"
+    if classifier is None:
+        return Route(intent=fallback_intent, source="fallback", fallback_reason="no_model_configured",
+                     contenders=tuple(keyword_contenders or [fallback_intent]),
+                     reason=f"{why_unsure}; no model configured (set OPENAI_API_KEY or OPENAI_BASE_URL), "
+                            f"so fell back to {fallback_intent}", **common)  # type: ignore[arg-type]
+    started = time.perf_counter()
+    try:
+        answer = classifier(question.text if isinstance(question, Tokens) else question, INTENTS)
+    except Exception as e:  # the classifier contract says it must not raise; stay safe anyway
+        answer = ModelAnswer(raw=None, latency_ms=(time.perf_counter() - started) * 1000, error=repr(e))
+    label = clean_label(answer.raw, INTENTS) if answer.error is None else None
+    model = dict(model_raw=answer.raw, model_latency_ms=round(answer.latency_ms, 1), model_label=label)
+    if label is None:
+        kind: FallbackReason = ("model_timeout" if answer.timed_out else
+                                "model_error" if answer.error is not None else "invalid_label")
+        what = (f"the model timed out ({answer.error})" if answer.timed_out else
+                f"the model call failed ({answer.error})" if answer.error is not None else
+                f"the model answered {_short(answer.raw)}, which is not an intent")
+        return Route(intent=fallback_intent, source="fallback", fallback_reason=kind,
+                     contenders=tuple(keyword_contenders or [fallback_intent]),
+                     reason=f"{why_unsure}; {what}, so fell back to {fallback_intent}",
+                     **common, **model)  # type: ignore[arg-type]
+    contenders = [label] + [c for c in keyword_contenders if c != label]
+    return Route(intent=label, source="model", contenders=tuple(contenders),
+                 reason=f"{why_unsure}; the model chose {label} in {answer.latency_ms:.0f} ms",
+                 **common, **model)  # type: ignore[arg-type]
+
+
+def _why_unsure(top: str | None, top_score: float, runner: str | None, runner_score: float,
+                threshold: float, margin: float, scores: Scores) -> str:
+    if top is None:
+        seen = ", ".join(scores.scripts) or "none"
+        return f"no vocabulary matched (scripts seen: {seen})"
+    if top_score < threshold:
+        return f"rules unsure: {top} scored {top_score:g} < threshold {threshold:g}"
+    return (f"rules unsure: {top} {top_score:g} leads {runner} {runner_score:g} by "
+            f"{top_score - runner_score:g} < margin {margin:g}")
+
+
+def _short(text: str | None) -> str:
+    if text is None:
+        return "nothing"
+    text = " ".join(text.split())
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+CLINICAL_LABEL: Final = "clinical"
+
+
+def _clinical_matcher(policy: Policy) -> TermMatcher:
+    return policy.derived("clinical", lambda p: TermMatcher.compile(
+        {CLINICAL_LABEL: {lang: dict.fromkeys(terms, 1.0) for lang, terms in p.clinical_terms.items()}}))
+
+
+def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    return [t.term for t in _clinical_matcher(policy).find(tokens)]
+
+
+def _scope_matcher(policy: Policy) -> TermMatcher:
+    return policy.derived("scopes", lambda p: TermMatcher.compile(
+        {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in scope.terms.items()}
+         for name, scope in p.scopes.items()}))
+
+
+def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, list[str]]:
+    """The horizon the question implies and the words that imply it. With several, the one
+    with most matched terms wins; a tie goes to the shorter horizon (today < week < months)."""
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    found = _scope_matcher(policy).find(tokens)
+    if not found:
+        return None, []
+    by_scope: dict[str, list[str]] = {}
+    for entry in found:
+        by_scope.setdefault(entry.label, []).append(entry.term)
+    order = ("today", "week", "months")
+    best = max(by_scope, key=lambda s: (len(by_scope[s]), -order.index(s)))
+    return best, by_scope[best]

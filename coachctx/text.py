@@ -1,0 +1,109 @@
+"""Unicode normalisation and per-script tokenisation.
+
+Scripts written with spaces are split into word tokens and stemmed per language; Han, Hiragana
+and Katakana are kept as runs and matched by substring; Hangul tokens match by prefix, since
+Korean particles attach to the end of a word.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+import snowballstemmer
+
+MAX_TOKEN_CHARS: Final = 64
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """NFKC, casefold, invisible format characters (ZWJ, RTL marks, BOM) removed."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
+    return text.casefold()
+
+
+def script_of(ch: str) -> str:
+    cp = ord(ch)
+    if cp < 0x250 or 0x1E00 <= cp <= 0x1EFF:
+        return "Latin" if ch.isalpha() else "Common"
+    if 0x0400 <= cp <= 0x052F:
+        return "Cyrillic"
+    if 0x3040 <= cp <= 0x309F:
+        return "Hiragana"
+    if 0x30A0 <= cp <= 0x30FF or 0x31F0 <= cp <= 0x31FF:
+        return "Katakana"
+    if 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2FA1F or 0xF900 <= cp <= 0xFAFF:
+        return "Han"
+    if 0xAC00 <= cp <= 0xD7AF or 0x1100 <= cp <= 0x11FF or 0x3130 <= cp <= 0x318F:
+        return "Hangul"
+    if not ch.isalpha():
+        return "Common"
+    try:
+        return unicodedata.name(ch).split(" ", 1)[0].title()
+    except ValueError:
+        return "Unknown"
+
+
+UNSPACED: Final = frozenset({"Han", "Hiragana", "Katakana"})
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A normalised question split by script."""
+
+    text: str
+    words: tuple[str, ...]
+    """Tokens of spaced scripts (Latin, Cyrillic, Greek, Hangul, ...), in order."""
+    unspaced: str
+    """Han/Hiragana/Katakana runs joined by a space, for substring matching."""
+    scripts: tuple[str, ...]
+    """Scripts seen, in order of first appearance (Common excluded)."""
+
+
+def tokenise(question: str) -> Tokens:
+    text = normalise(question)
+    words: list[str] = []
+    runs: list[str] = []
+    scripts: dict[str, None] = {}
+    for match in _WORD.finditer(text):
+        chunk = match.group()
+        current: list[str] = []
+        current_unspaced: bool | None = None
+        for ch in chunk:
+            script = script_of(ch)
+            if script != "Common":
+                scripts.setdefault(script, None)
+            unspaced = script in UNSPACED
+            if current and unspaced != current_unspaced:
+                (runs if current_unspaced else words).append("".join(current))
+                current = []
+            current.append(ch)
+            current_unspaced = unspaced
+        if current:
+            (runs if current_unspaced else words).append("".join(current))
+    words = [w[:MAX_TOKEN_CHARS] for w in words]
+    return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts))
+
+
+def fold_accents(word: str) -> str:
+    decomposed = unicodedata.normalize("NFD", word)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=32)
+def _stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-defined]
+    return snowballstemmer.stemmer(algorithm)
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str, algorithm: str) -> str:
+    """The word's stem under a Snowball algorithm; Latin-script words are accent-folded first,
+    so "recuperacion" and "recuperación" meet."""
+    if algorithm not in ("russian",):
+        word = fold_accents(word)
+    return str(_stemmer(algorithm).stemWord(word))
