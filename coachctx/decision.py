@@ -31,11 +31,14 @@ class FragmentDecision:
     cost_measured: int
     line: str | None
     service: str
+    requested_by: dict[str, str] = field(default_factory=dict)
+    """Intent -> `primary`/`secondary` for every intent considered (the routed one and, when
+    routing is uncertain, the contenders) that asks for this fragment: why it was wanted."""
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "role": self.role, "reasons": list(self.reasons),
                 "cost": self.cost, "cost_hand": self.cost_hand, "cost_measured": self.cost_measured,
-                "line": self.line, "service": self.service}
+                "line": self.line, "service": self.service, "requested_by": dict(self.requested_by)}
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,8 @@ def select(
     spend_budget = SpendBudget(spend, costs)
 
     plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes)
+    considered = [decided.intent, *[c for c in decided.contenders if c != decided.intent]] \
+        if soften_excludes else [decided.intent]
     for stage in (apply_scope, DropUnavailable(fragment_facts), spend_budget):
         plan = stage(plan)
 
@@ -125,7 +127,8 @@ def select(
                 name=s.name, status=s.status, role=s.role, reasons=tuple(r.to_json() for r in s.reasons),
                 cost=costs[s.name], cost_hand=fragment_facts[s.name].hand_cost,
                 cost_measured=fragment_facts[s.name].measured_cost, line=fragment_facts[s.name].line,
-                service=BY_NAME[s.name].service)
+                service=BY_NAME[s.name].service,
+                requested_by={i: r for i in considered if (r := policy.intent(i).requests(s.name)) is not None})
             for s in plan.fragments),
         warnings=tuple(warnings),
         coverage=coverage,
