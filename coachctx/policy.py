@@ -199,6 +199,37 @@ class _GuardedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        # PyYAML keeps the last of two equal keys without a word: a second `training:` would
+        # silently replace the first. Merge keys (`<<`) may still be overridden, as YAML intends.
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    seen = key in first_line
+                except TypeError:  # unhashable key: SafeConstructor reports it
+                    continue
+                if seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key!r} (first on line {first_line[key] + 1})", key_node.start_mark)
+                first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    raise yaml.constructor.ConstructorError(
+        None, None, f"the tag {node.tag!r} is not allowed in a policy (use plain lists, mappings, text and numbers)",
+        node.start_mark)
+
+
+# Safe, but not plain data: a `!!set` would give primary an order that changes per process.
+for _tag in ("binary", "set", "omap", "pairs"):
+    _GuardedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+
 
 def read_policy_text(path: str | Path) -> str:
     p = Path(path)
@@ -214,7 +245,8 @@ def read_policy_text(path: str | Path) -> str:
     except IsADirectoryError as e:
         raise PolicyError(str(p), [("", "is a directory, expected a YAML file")]) from e
     except UnicodeDecodeError as e:
-        raise PolicyError(str(p), [("", f"not UTF-8 text (byte {e.start})")]) from e
+        line = e.object[: e.start].count(b"\n") + 1
+        raise PolicyError(str(p), [(f"line {line}", f"not UTF-8 text (byte {e.start})")]) from e
     except OSError as e:
         raise PolicyError(str(p), [("", f"cannot read: {e.strerror}")]) from e
 
@@ -233,6 +265,10 @@ def parse_yaml(text: str, source: str = "<draft>") -> Any:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise PolicyError(source, [(where, f"YAML syntax error: {e.problem or e.context}")]) from e
+    except yaml.reader.ReaderError as e:  # a character YAML refuses (NUL, BEL, ...): say on which line
+        line = text[: e.position].count("\n") + 1
+        char = f"#x{e.character:04x}" if isinstance(e.character, int) else repr(e.character)
+        raise PolicyError(source, [(f"line {line}", f"YAML error: unacceptable character {char}: {e.reason}")]) from e
     except yaml.YAMLError as e:
         raise PolicyError(source, [("", f"YAML error: {e}")]) from e
     except RecursionError as e:
@@ -322,12 +358,22 @@ def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
 
 
 def _describe(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
+    path, message = _describe_error(err, data)
+    if err["loc"] and err["loc"][-1] == "[key]" and isinstance(err.get("input"), bool):
+        message += " (YAML reads an unquoted yes/no/on/off as true/false: quote the key, e.g. 'no')"
+    return path, message
+
+
+def _describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     loc = list(err["loc"])
     kind = err["type"]
     value = err.get("input")
     if loc and loc[-1] == "[key]":
         loc = loc[:-1]
-        value = loc[-1] if loc else value
+        if loc and not isinstance(value, str):
+            loc[-1] = str(value)  # pydantic reports a key of True/False as 1/0: name it as written
+        else:
+            value = loc[-1] if loc else value
     path = format_path(loc)
     ctx = err.get("ctx") or {}
     if kind == "extra_forbidden":
