@@ -1,0 +1,722 @@
+"""Helpers behind the Streamlit playground (`app.py`): tables and charts from a Decision, the
+policy diff, YAML export and import, the shareable URL state, and reply generation.
+
+Nothing here imports Streamlit, so tests call these functions directly and the app only lays
+their results out. Like the app, nothing here decides anything: every fact shown about a
+selection is read from the Decision.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import altair as alt
+import openai
+import pandas as pd
+import yaml
+
+from coachctx.classifier import DEFAULT_MODEL
+from coachctx.decision import Decision, FragmentDecision
+from coachctx.errors import CoachctxError, PolicyError
+from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.policy import MAX_POLICY_BYTES, Policy, parse_policy, parse_yaml, policy_to_yaml
+from coachctx.text import tokenise
+
+PAIN_QUESTION: Final = "Should I train through this pain?"
+EXAMPLE_QUESTIONS: Final[tuple[str, ...]] = (
+    PAIN_QUESTION,
+    "How hard should tonight's interval session be?",
+    "What should I eat after intervals?",
+    "Is the pollution too high for a run?",
+    "Can I add more mileage next week?",
+    "How should I build my base over the next six months?",
+    "¿Puedo correr hoy con dolor de rodilla?",
+    "足首が痛いのですが、走ってもいいですか？",
+)
+
+MAX_IMPORT_BYTES: Final = MAX_POLICY_BYTES
+"""An imported policy file larger than this is refused before it is decoded."""
+
+SOURCE_LABELS: Final[Mapping[str, str]] = {
+    "rules": "rules — the keyword scores were decisive",
+    "model": "model — the rules were unsure, so a model picked the intent",
+    "fallback": "fallback — the rules were unsure and no model answered",
+}
+
+REASON_LABELS: Final[Mapping[str, str]] = {
+    "not_requested": "not asked for",
+    "excluded": "excluded",
+    "dropped_by_scope": "dropped for this time horizon",
+    "unreachable": "service unreachable",
+    "never_computed": "never computed for this athlete",
+    "empty_field": "field is empty",
+    "over_budget": "over the token budget",
+    "promoted_by_scope": "promoted for this time horizon",
+    "demoted_by_scope": "demoted for this time horizon",
+    "kept_despite_exclude": "kept despite an exclude",
+}
+
+STATUS_LABELS: Final[Mapping[str, str]] = {"selected": "✔ selected", "withheld": "✘ withheld"}
+
+
+# --- the decision as tables --------------------------------------------------------------------
+
+
+def _and(names: Sequence[str]) -> str:
+    names = list(names)
+    return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def asked_for_by(f: FragmentDecision) -> str:
+    """'primary for training; secondary for injury', from the Decision's `requested_by`."""
+    by_role: dict[str, list[str]] = {}
+    for intent, role in f.requested_by.items():
+        by_role.setdefault(role, []).append(intent)
+    return "; ".join(f"{role} for {_and(intents)}" for role, intents in by_role.items())
+
+
+NOTE_CODES: Final = ("promoted_by_scope", "demoted_by_scope", "kept_despite_exclude")
+
+
+def explain_fragment(f: FragmentDecision, d: Decision) -> str:
+    """Why this fragment is in the prompt or not, in one or two sentences a coach can read."""
+    notes = [f"{REASON_LABELS[r['code']].capitalize()}: {r['detail']}." for r in f.reasons if r["code"] in NOTE_CODES]
+    if f.status == "selected":
+        asked = asked_for_by(f) or "not asked for by the intent"
+        if f.role == "primary":
+            head = f"{asked.capitalize()} — always sent when available."
+        else:
+            head = f"{asked.capitalize()} — it fitted the {d.budget}-token budget."
+        return " ".join([head, *notes])
+    withholding = [r for r in f.reasons if r["code"] not in NOTE_CODES]
+    parts = [f"{REASON_LABELS.get(r['code'], r['code']).capitalize()}: {r['detail']}." for r in withholding]
+    if f.requested_by and not any(r["code"] == "not_requested" for r in withholding):
+        parts.append(f"(Wanted as {asked_for_by(f)}.)")
+    return " ".join([*parts, *notes])
+
+
+def fragments_frame(d: Decision) -> pd.DataFrame:
+    """All eleven fragments in prompt order (selected first), with status, role, reasons, both
+    costs and the rendered line."""
+    rows = []
+    for order, f in enumerate(d.fragments, start=1):
+        rows.append({
+            "#": order,
+            "fragment": f.name,
+            "status": STATUS_LABELS.get(f.status, f.status),
+            "role": f.role,
+            "why": explain_fragment(f, d),
+            "reasons": ", ".join(r["code"] for r in f.reasons) or "—",
+            "cost": f.cost,
+            "hand": f.cost_hand,
+            "measured": f.cost_measured,
+            "service": f.service,
+            "line": f.line if f.line is not None else "— (no data)",
+        })
+    return pd.DataFrame(rows)
+
+
+def scores_frame(d: Decision) -> pd.DataFrame:
+    """One row per intent: keyword score, the terms that matched, and its standing."""
+    intent = d.intent
+    rows = []
+    for name, value in intent["scores"].items():
+        terms = intent["matched"].get(name, [])
+        if name == intent["name"]:
+            standing = "routed"
+        elif name in intent["contenders"]:
+            standing = "contender"
+        else:
+            standing = "other"
+        rows.append({"intent": name, "score": float(value), "standing": standing,
+                     "matched": ", ".join(f"{t} ({w:g})" for t, w in terms) or "—"})
+    return pd.DataFrame(rows)
+
+
+def matched_terms_frame(d: Decision) -> pd.DataFrame:
+    rows = [{"intent": name, "term": term, "weight": float(weight)}
+            for name, terms in d.intent["matched"].items() for term, weight in terms]
+    return pd.DataFrame(rows, columns=["intent", "term", "weight"])
+
+
+STANDING_COLORS: Final[Mapping[str, str]] = {"routed": "#1f77b4", "contender": "#ff7f0e", "other": "#b0b0b0"}
+
+
+def routing_chart(d: Decision) -> alt.LayerChart:
+    """Keyword score per intent with the confidence threshold (a red rule) and the margin (a
+    shaded band below the top score: a runner-up inside it makes routing unsure)."""
+    df = scores_frame(d)
+    threshold = float(d.intent.get("threshold", 1.0))
+    margin = float(d.intent.get("required_margin", 1.0))
+    top = float(df["score"].max()) if not df.empty else 0.0
+    x_max = max(top, threshold, 0.5) * 1.25 + 0.25
+    x = alt.X("score:Q", title="keyword score", scale=alt.Scale(domain=[0, x_max]), axis=alt.Axis(tickCount=6))
+    bars = alt.Chart(df).mark_bar().encode(
+        y=alt.Y("intent:N", sort=list(df["intent"]), title=None, axis=alt.Axis(labelOverlap=False)),
+        x=x,
+        color=alt.Color("standing:N", title="standing",
+                        scale=alt.Scale(domain=list(STANDING_COLORS), range=list(STANDING_COLORS.values()))),
+        tooltip=["intent", "score", "standing", "matched"],
+    )
+    layers: list[alt.Chart] = []
+    if top > 0:
+        band = pd.DataFrame([{"start": max(top - margin, 0.0), "end": top,
+                              "label": f"margin {margin:g}: a runner-up in here makes the rules unsure"}])
+        layers.append(alt.Chart(band).mark_rect(opacity=0.12, color="#ff7f0e").encode(
+            x=alt.X("start:Q", scale=alt.Scale(domain=[0, x_max])), x2="end:Q", tooltip=["label"]))
+        layers.append(alt.Chart(band).mark_text(align="left", dx=3, dy=-4, color="#c45f00", baseline="bottom").encode(
+            x=alt.X("start:Q", scale=alt.Scale(domain=[0, x_max])), y=alt.value(0),
+            text=alt.value(f"margin {margin:g}")))
+    rule_df = pd.DataFrame([{"threshold": threshold, "label": f"threshold {threshold:g}"}])
+    rule = alt.Chart(rule_df).mark_rule(color="#d62728", strokeDash=[6, 4], size=2).encode(
+        x=alt.X("threshold:Q", scale=alt.Scale(domain=[0, x_max])), tooltip=["label"])
+    text = alt.Chart(rule_df).mark_text(align="left", dx=4, dy=-4, color="#d62728", baseline="bottom").encode(
+        x=alt.X("threshold:Q", scale=alt.Scale(domain=[0, x_max])), text="label:N", y=alt.value(0))
+    return alt.LayerChart(layer=[*layers, bars, rule, text]).properties(height=36 * len(df) + 20)
+
+
+def routing_headline(d: Decision) -> str:
+    i = d.intent
+    routed = _and(i["contenders"]) if i["source"] != "rules" and len(i["contenders"]) > 1 else i["name"]
+    return f"Routed to **{routed}** by {SOURCE_LABELS.get(i['source'], i['source'])}."
+
+
+def service_status_lines(d: Decision) -> list[str]:
+    return [f"{':material/check_circle:' if s['status'] == 'ok' else ':material/error:'} **{name}**: "
+            f"{s['status']} — {s['detail']}"
+            for name, s in d.services.items()]
+
+
+# --- policy drafts: errors in the coach's words, the diff, export and import -------------------
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_LIST_NAMES: Final = {"primary": "primary list", "secondary": "secondary list", "exclude": "exclude list"}
+
+
+def split_path(path: str) -> list[str | int]:
+    """`intents.injury.primary[1]` -> ['intents', 'injury', 'primary', 1]."""
+    return [int(idx) if idx else name for name, idx in _PART.findall(path)]
+
+
+def describe_path(path: str) -> str:
+    """A validation path in a coach's words: `intents.injury.primary[1]` ->
+    'intent injury → primary list → item 2'."""
+    if not path or path.startswith("line "):
+        return path or "the whole document"
+    parts = split_path(path)
+    words: list[str] = []
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        nxt = parts[i + 1] if i + 1 < len(parts) else None
+        if isinstance(part, int):
+            words.append(f"item {part + 1}")
+        elif part == "intents" and nxt is not None:
+            words.append(f"intent {nxt}")
+            i += 1
+        elif part == "vocabulary" and nxt is not None:
+            words.append(f"vocabulary of {nxt}")
+            rest = parts[i + 2:]
+            if rest:
+                words.append(f"language {rest[0]}")
+            if len(rest) > 1:
+                words.append(f"term {rest[1]!r}")
+            i += 1 + min(len(rest), 2)
+        elif part == "scopes" and nxt is not None:
+            words.append(f"time horizon {nxt}")
+            i += 1
+        elif part == "tiers" and nxt is not None:
+            words.append(f"tier {nxt}")
+            i += 1
+        elif part == "modifiers" and isinstance(nxt, int):
+            words.append(f"modifier {nxt + 1}")
+            i += 1
+        elif part == "confident_threshold":
+            words.append("confidence threshold")
+        elif part in ("clinical_terms", "terms") and nxt is not None and not isinstance(nxt, int):
+            words.append(f"{'clinical words' if part == 'clinical_terms' else 'words'} in language {nxt}")
+            i += 1
+        elif part == "max_words":
+            words.append("max words")
+        else:
+            words.append(_LIST_NAMES.get(str(part), str(part)))
+        i += 1
+    return " → ".join(words)
+
+
+def line_of(text: str, path: str) -> int | None:
+    """The 1-based line in `text` where `path` points (or its nearest existing parent). Call it
+    only on text that already parsed, so the size and alias limits have been applied."""
+    if not path or path.startswith("line "):
+        return None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in split_path(path):
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if str(key.value) == str(part):
+                    child = value if not isinstance(value, yaml.ScalarNode) else key
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            child = node.value[part]
+        if child is None:
+            break
+        node = child
+        line = node.start_mark.line + 1
+    return line
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a draft, located three ways."""
+
+    path: str
+    where: str
+    line: int | None
+    message: str
+
+
+def problems_of(error: PolicyError, text: str) -> list[Problem]:
+    return [Problem(path=path, where=describe_path(path), line=line_of(text, path), message=message)
+            for path, message in error.problems]
+
+
+@dataclass(frozen=True)
+class DraftCheck:
+    """The result of validating a draft: the policy, or the problems that keep it out."""
+
+    policy: Policy | None
+    problems: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return self.policy is not None
+
+
+def check_draft(text: str, parse: Callable[[str], Policy] = parse_policy) -> DraftCheck:
+    """Validate draft YAML text; never raises for a bad draft."""
+    try:
+        return DraftCheck(policy=parse(text), problems=[])
+    except PolicyError as e:
+        return DraftCheck(policy=None, problems=problems_of(e, text))
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, Mapping) and value:
+        for k, v in value.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        for idx, v in enumerate(value):
+            _flatten(v, f"{prefix}[{idx}]", out)
+    else:
+        out[prefix] = value
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def policy_changes(base: Policy, draft: Policy) -> pd.DataFrame:
+    """What the draft changes, one row per setting: where, what kind of change, before, after."""
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    _flatten(base.model_dump(mode="json"), "", before)
+    _flatten(draft.model_dump(mode="json"), "", after)
+    rows = []
+    for path in [*before, *[p for p in after if p not in before]]:
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        change = "added" if path not in before else "removed" if path not in after else "changed"
+        rows.append({"setting": describe_path(path), "path": path, "change": change,
+                     "checked-in": _show(old) if path in before else "—",
+                     "draft": _show(new) if path in after else "—"})
+    return pd.DataFrame(rows, columns=["setting", "path", "change", "checked-in", "draft"])
+
+
+def unified_diff(before: str, after: str, *, before_name: str = "checked-in", after_name: str = "draft") -> str:
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=before_name, tofile=after_name, n=2))
+
+
+def policy_diff(base: Policy, draft: Policy) -> str:
+    """A unified diff of the two policies in one canonical layout, so only settings differ."""
+    return unified_diff(policy_to_yaml(base), policy_to_yaml(draft))
+
+
+EXPORT_HEADER: Final = ("# coachctx policy, exported from the playground (digest {digest}).\n"
+                        "# Check it with `coachctx check-policy FILE`; import it back into the playground.\n")
+
+
+def export_policy_yaml(policy: Policy) -> str:
+    """YAML that `coachctx check-policy` accepts and that imports back to an equal policy."""
+    return EXPORT_HEADER.format(digest=policy.digest) + policy_to_yaml(policy)
+
+
+def import_policy_bytes(data: bytes, name: str = "<upload>") -> tuple[str, Policy]:
+    """Decode and validate an uploaded policy file: (its text, the policy). Raises PolicyError
+    for a file too large, not UTF-8, or invalid — parsed with the guarded safe loader only."""
+    if len(data) > MAX_IMPORT_BYTES:
+        raise PolicyError(name, [("", f"file is {len(data)} bytes; the limit is {MAX_IMPORT_BYTES}")])
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise PolicyError(name, [("", f"not UTF-8 text (byte {e.start})")]) from e
+    return text, parse_policy(text, name)
+
+
+# --- structured edits: the form writes YAML, the YAML stays the one source --------------------
+
+
+def draft_data(text: str) -> dict[str, Any] | None:
+    """The draft as plain data when its YAML parses to a mapping (valid or not), else None."""
+    try:
+        data = parse_yaml(text)
+    except PolicyError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def draft_to_yaml(data: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
+
+
+def with_setting(data: Mapping[str, Any], path: Sequence[str | int], value: Any) -> dict[str, Any]:
+    """A deep copy of `data` with the value at `path` replaced (missing mappings are created)."""
+    out = copy.deepcopy(dict(data))
+    node: Any = out
+    for part in path[:-1]:
+        if isinstance(node, dict):
+            if not isinstance(node.get(part), dict | list):
+                node[part] = {}
+            node = node[part]
+        else:
+            node = node[part]
+    node[path[-1]] = value
+    return out
+
+
+def _get(data: Any, key: str) -> Any:
+    """`data[key]` when data is a mapping; drafts may be invalid, so anything else reads as None."""
+    return data.get(key) if isinstance(data, Mapping) else None
+
+
+def vocabulary_rows(data: Mapping[str, Any], intent: str) -> pd.DataFrame:
+    """The intent's vocabulary as (language, term, weight) rows, for a table editor."""
+    rows = []
+    by_language = _get(_get(data, "vocabulary"), intent)
+    if isinstance(by_language, Mapping):
+        for language, terms in by_language.items():
+            if isinstance(terms, Mapping):
+                rows += [{"language": str(language), "term": str(t), "weight": w} for t, w in terms.items()]
+    return pd.DataFrame(rows, columns=["language", "term", "weight"])
+
+
+def vocabulary_from_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Rows back to {language: {term: weight}}; rows without a language or a term are skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        language, term = str(row.get("language") or "").strip(), str(row.get("term") or "").strip()
+        if language and term:
+            weight = row.get("weight")
+            out.setdefault(language, {})[term] = 1.0 if weight is None or weight != weight else weight
+    return out
+
+
+def apply_table_edits(rows: Sequence[Mapping[str, Any]], edits: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Apply a data editor's edit state ({edited_rows, added_rows, deleted_rows}) to its rows."""
+    out = [dict(r) for r in rows]
+    for idx, changes in (edits.get("edited_rows") or {}).items():
+        i = int(idx)
+        if 0 <= i < len(out):
+            out[i].update(changes)
+    deleted = {int(i) for i in edits.get("deleted_rows") or []}
+    out = [r for i, r in enumerate(out) if i not in deleted]
+    out += [dict(r) for r in edits.get("added_rows") or []]
+    return out
+
+
+MODIFIER_COLUMNS: Final = ("action", "fragment", "reason", "intents")
+
+
+def modifier_rows(data: Mapping[str, Any], scope: str) -> pd.DataFrame:
+    mods = _get(_get(_get(data, "scopes"), scope), "modifiers")
+    mods = mods if isinstance(mods, list) else []
+    rows = [{"action": m.get("action"), "fragment": m.get("fragment"), "reason": m.get("reason"),
+             "intents": ", ".join(m["intents"]) if isinstance(m.get("intents"), list) else ""}
+            for m in mods if isinstance(m, Mapping)]
+    return pd.DataFrame(rows, columns=list(MODIFIER_COLUMNS))
+
+
+def modifiers_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        if not any(row.get(c) for c in ("action", "fragment", "reason")):
+            continue
+        mod: dict[str, Any] = {"action": row.get("action"), "fragment": row.get("fragment"),
+                               "reason": row.get("reason")}
+        intents = [s.strip() for s in str(row.get("intents") or "").split(",") if s.strip()]
+        if intents:
+            mod["intents"] = intents
+        out.append(mod)
+    return out
+
+
+# --- shareable URL state -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """What a shared link restores."""
+
+    question: str
+    athlete: str
+    scope: str = "auto"
+    tier: str = "paid"
+    budget: int | None = None
+    cost_mode: str = "hand"
+    policy_digest: str | None = None
+
+
+URL_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "policy")
+MAX_URL_BUDGET: Final = 1_000_000
+_DIGEST = re.compile(r"^[0-9a-f]{6,64}$")
+
+
+def encode_view(view: ViewState) -> dict[str, str]:
+    """Query parameters for a view; the budget only for a custom tier."""
+    params = {"q": view.question, "athlete": view.athlete, "scope": view.scope, "tier": view.tier,
+              "costs": view.cost_mode}
+    if view.tier == "custom" and view.budget is not None:
+        params["budget"] = str(view.budget)
+    if view.policy_digest:
+        params["policy"] = view.policy_digest
+    return params
+
+
+def _param(params: Mapping[str, Any], key: str) -> str | None:
+    value = params.get(key)
+    if isinstance(value, list | tuple):
+        value = value[-1] if value else None
+    return value if isinstance(value, str) else None
+
+
+def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Sequence[str],
+                default: ViewState) -> tuple[ViewState, list[str]]:
+    """A view from query parameters; anything unusable keeps the default and is reported."""
+    notes: list[str] = []
+    out = dict(question=default.question, athlete=default.athlete, scope=default.scope, tier=default.tier,
+               budget=default.budget, cost_mode=default.cost_mode, policy_digest=None)
+
+    def take(key: str, field: str, allowed: Sequence[str] | None, what: str) -> None:
+        value = _param(params, key)
+        if value is None:
+            return
+        if allowed is not None and value not in allowed:
+            notes.append(f"the link's {what} {value!r} is not one of {', '.join(allowed)}; kept {out[field]!r}")
+            return
+        out[field] = value
+
+    q = _param(params, "q")
+    if q is not None:
+        if q.strip() and len(q) <= MAX_QUESTION_CHARS:
+            out["question"] = q
+        else:
+            notes.append("the link's question is empty or too long; kept the default question")
+    take("athlete", "athlete", athletes, "athlete")
+    take("scope", "scope", SCOPE_REQUESTS, "scope")
+    take("tier", "tier", [*tiers, "custom"], "tier")
+    take("costs", "cost_mode", COST_MODES, "cost mode")
+    budget = _param(params, "budget")
+    if budget is not None:
+        if budget.isdigit() and int(budget) <= MAX_URL_BUDGET:
+            out["budget"] = int(budget)
+        else:
+            notes.append(f"the link's budget {budget!r} is not a whole number of tokens; ignored")
+    digest = _param(params, "policy")
+    if digest is not None:
+        if _DIGEST.match(digest):
+            out["policy_digest"] = digest
+        else:
+            notes.append("the link's policy digest is malformed; ignored")
+    return ViewState(**out), notes  # type: ignore[arg-type]
+
+
+# --- replies ---------------------------------------------------------------------------------
+
+
+REPLY_TIMEOUT_S: Final = 60.0
+MODEL_SETTING_KEYS: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Where replies (and unsure routing) go. `source` says where the settings came from."""
+
+    api_key: str | None
+    base_url: str | None
+    model: str
+    timeout_s: float
+    source: str
+
+    @property
+    def cache_key(self) -> tuple[str, ...]:
+        """Identifies the configuration without carrying the key itself."""
+        import hashlib
+
+        key = hashlib.sha256((self.api_key or "").encode()).hexdigest()[:12]
+        return (key, self.base_url or "", self.model, str(self.timeout_s))
+
+
+def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None,
+                         typed_key: str | None = None) -> ModelConfig | None:
+    """A key typed for this session wins, then the environment, then `.streamlit/secrets.toml`.
+    None when neither a key nor a base URL is configured anywhere."""
+    env = os.environ if env is None else env
+    secrets = secrets or {}
+
+    def pick(name: str) -> tuple[str | None, str | None]:
+        if env.get(name):
+            return env[name], "environment"
+        value = secrets.get(name)
+        if value not in (None, ""):
+            return str(value), ".streamlit/secrets.toml"
+        return None, None
+
+    api_key, key_source = pick("OPENAI_API_KEY")
+    if typed_key and typed_key.strip():
+        api_key, key_source = typed_key.strip(), "a key typed in this session"
+    base_url, url_source = pick("OPENAI_BASE_URL")
+    if api_key is None and base_url is None:
+        return None
+    model, _ = pick("COACHCTX_MODEL")
+    timeout_text, _ = pick("COACHCTX_MODEL_TIMEOUT")
+    try:
+        timeout = float(timeout_text) if timeout_text else 3.0
+    except ValueError:
+        timeout = 3.0
+    sources = list(dict.fromkeys(s for s in (key_source, url_source) if s))
+    return ModelConfig(api_key=api_key, base_url=base_url, model=model or DEFAULT_MODEL, timeout_s=timeout,
+                       source=" and ".join(sources))
+
+
+class ReplyError(CoachctxError):
+    """The reply could not be generated; the message says why, for the page."""
+
+
+def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]],
+                 client: Any = None) -> Iterator[str]:
+    """Stream a reply to the Decision's prompt through the OpenAI SDK, piece by piece."""
+    if client is None:
+        client = openai.OpenAI(api_key=config.api_key or "not-needed", base_url=config.base_url,
+                               timeout=REPLY_TIMEOUT_S, max_retries=0)
+    try:
+        payload: Any = [dict(m) for m in messages]
+        stream = client.chat.completions.create(model=config.model, messages=payload, stream=True, temperature=0.3)
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                yield chunk.choices[0].delta.content
+    except openai.APIStatusError as e:
+        raise ReplyError(f"the model endpoint answered HTTP {e.status_code}: {e.message}") from e
+    except openai.APITimeoutError as e:
+        raise ReplyError(f"the model endpoint did not answer within {REPLY_TIMEOUT_S:g} s") from e
+    except openai.APIError as e:
+        raise ReplyError(f"the model call failed: {e}") from e
+
+
+def count_words(text: str) -> int:
+    """Words as the engine tokenises them; each Han/Kana character counts as one word."""
+    tokens = tokenise(text)
+    return len(tokens.words) + len(tokens.unspaced.replace(" ", ""))
+
+
+REFERRAL_TERMS: Final = (
+    "physiotherapist", "physio", "physical therapist", "doctor", "physician", "medical professional",
+    "sports medicine", "healthcare professional", "health professional", "gp",
+    "fisioterapeuta", "médico", "medico", "profesional de la salud", "physiotherapeut", "arzt", "ärztin",
+    "médecin", "kinésithérapeute", "kiné", "fisioterapista", "dottore", "врач", "физиотерапевт",
+    "医師", "医者", "理学療法士", "専門家", "医生", "物理治疗师", "의사", "물리치료사",
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def referral_line(text: str) -> str | None:
+    """The closing sentence that refers the athlete to a professional, if one of the last two
+    sentences does."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    for sentence in reversed(sentences[-2:]):
+        folded = sentence.casefold()
+        for term in REFERRAL_TERMS:
+            if re.search(rf"(?<!\w){re.escape(term)}", folded) if term.isascii() else term in folded:
+                return sentence
+    return None
+
+
+@dataclass(frozen=True)
+class ReplyReport:
+    words: int
+    max_words: int
+    clinical: bool
+    clinical_terms: tuple[str, ...]
+    referral: str | None
+
+    @property
+    def within_limit(self) -> bool:
+        return self.words <= self.max_words
+
+    @property
+    def referral_ok(self) -> bool:
+        """A clinical question needs a closing referral; any other question passes."""
+        return not self.clinical or self.referral is not None
+
+
+def reply_report(text: str, d: Decision) -> ReplyReport:
+    return ReplyReport(words=count_words(text), max_words=d.max_words,
+                       clinical=bool(d.clinical.get("is_clinical")),
+                       clinical_terms=tuple(d.clinical.get("terms") or ()), referral=referral_line(text))
+
+
+# --- traces ----------------------------------------------------------------------------------
+
+
+def _main_reason(f: Mapping[str, Any]) -> str:
+    reasons = f.get("reasons") or []
+    codes = [r.get("code", "") for r in reasons if isinstance(r, Mapping)]
+    return ", ".join(codes)
+
+
+def trace_fragments_frame(recorded: Mapping[str, Any], now: Decision) -> pd.DataFrame:
+    """Fragment by fragment: what the trace recorded next to what the current policy decides."""
+    before = {f.get("name"): f for f in recorded.get("fragments") or [] if isinstance(f, Mapping)}
+    rows = []
+    for f in now.fragments:
+        old = before.get(f.name, {})
+        old_status, new_status = old.get("status", "—"), f.status
+        old_why, new_why = _main_reason(old) or "—", ", ".join(r["code"] for r in f.reasons) or "—"
+        rows.append({"fragment": f.name,
+                     "recorded": STATUS_LABELS.get(old_status, old_status), "recorded reasons": old_why,
+                     "now": STATUS_LABELS.get(new_status, new_status), "now reasons": new_why,
+                     "changed": old_status != new_status or old_why != new_why})
+    return pd.DataFrame(rows)
+
+
+def differences_frame(differences: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    rows = [{"field": d["field"], "recorded": _show(d["recorded"]), "now": _show(d["now"])} for d in differences]
+    return pd.DataFrame(rows, columns=["field", "recorded", "now"])
+

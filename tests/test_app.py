@@ -1,0 +1,510 @@
+"""The Streamlit playground under AppTest (no browser), plus the plain helpers it uses."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import streamlit as st
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from coachctx import cli
+from coachctx import playground as pg
+from coachctx.errors import PolicyError
+from coachctx.pipeline import SCOPE_REQUESTS, select
+from coachctx.policy import Policy, load_policy, parse_policy, policy_to_yaml
+from coachctx.services import FixtureUpstream, fetch_bundle
+from coachctx.trace import make_trace
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+ATHLETES = ("maya", "kenji", "lucia", "omar", "ines", "tom", "priya")
+READINESS = {"readiness_training", "readiness_injury"}
+
+
+@pytest.fixture(autouse=True)
+def _clear_streamlit_caches() -> Iterator[None]:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def new_app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=30)
+
+
+def started() -> AppTest:
+    at = new_app().run()
+    assert not at.exception, [e.stack_trace for e in at.exception]
+    return at
+
+
+def decision(at: AppTest) -> dict[str, Any]:
+    value: dict[str, Any] = at.session_state["decision"]
+    return value
+
+
+def fragments_table(at: AppTest) -> Any:
+    for df in at.dataframe:
+        frame = df.value
+        if "fragment" in frame.columns and "line" in frame.columns:
+            return frame.set_index("fragment")
+    raise AssertionError("no fragments table on the page")
+
+
+def draft_with(change: Any) -> str:
+    """The checked-in policy as data, changed by `change(data)`, dumped as YAML."""
+    data = yaml.safe_load(policy_to_yaml(load_policy()))
+    change(data)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def set_margin_zero(data: dict[str, Any]) -> None:
+    data["routing"]["margin"] = 0.0
+
+
+def all_text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [e.value for e in at.error] + [w.value for w in at.warning]
+    parts += [i.value for i in at.info] + [s.value for s in at.success] + [c.value for c in at.caption]
+    return "\n".join(str(p) for p in parts)
+
+
+# --- question in, fragments out ----------------------------------------------------------------
+
+
+class TestDecisionView:
+    def test_pain_question_on_maya_selects_both_readiness_fragments(self) -> None:
+        at = started()
+        at.text_input(key="question").input("How much protein per day?").run()
+        at.text_input(key="question").input(pg.PAIN_QUESTION).run()
+        assert not at.exception
+        d = decision(at)
+        assert d["question"] == pg.PAIN_QUESTION and d["athlete"] == "maya"
+        assert set(d["selected"]) >= READINESS
+        table = fragments_table(at)
+        assert len(table) == 11
+        for name in READINESS:
+            assert table.loc[name, "status"] == pg.STATUS_LABELS["selected"]
+            assert table.loc[name, "role"] == "primary"
+        assert set(table["hand"]) and set(table["measured"])  # both costs side by side
+        withheld = table[table["status"] == pg.STATUS_LABELS["withheld"]]
+        assert all(withheld["why"].str.len() > 0)
+        assert "training" in d["intent"]["contenders"] and "injury" in d["intent"]["contenders"]
+        assert "Routed to" in all_text(at)
+
+    def test_example_question_is_one_click_away(self) -> None:
+        at = started()
+        at.text_input(key="question").input("thanks!").run()
+        assert decision(at)["question"] == "thanks!"
+        index = pg.EXAMPLE_QUESTIONS.index(pg.PAIN_QUESTION)
+        at.button(key=f"example_{index}").click().run()
+        assert at.text_input(key="question").value == pg.PAIN_QUESTION
+        assert decision(at)["question"] == pg.PAIN_QUESTION
+
+    def test_empty_question_explains_instead_of_failing(self) -> None:
+        at = started()
+        at.text_input(key="question").input("   ").run()
+        assert not at.exception
+        assert "Type a question" in all_text(at)
+
+    def test_unavailable_service_warns_in_the_audit(self) -> None:
+        at = started()
+        at.selectbox(key="athlete").set_value("omar").run()
+        assert not at.exception
+        d = decision(at)
+        reasons = {f["name"]: [r["code"] for r in f["reasons"]] for f in d["fragments"]}
+        assert "unreachable" in reasons["readiness_training"]
+        assert any("Audit warning" in w.value and "readiness" in w.value for w in at.warning)
+
+    def test_custom_budget_and_measured_costs_reach_the_decision(self) -> None:
+        at = started()
+        at.button_group(key="tier").set_value("custom").run()
+        at.number_input(key="budget").set_value(0).run()
+        at.button_group(key="cost_mode").set_value("measured").run()
+        d = decision(at)
+        assert d["tier"] == "custom" and d["budget"] == 0 and d["tokens"]["cost_mode"] == "measured"
+        over = [f["name"] for f in d["fragments"] if any(r["code"] == "over_budget" for r in f["reasons"])]
+        assert over, "a zero budget must withhold every secondary as over_budget"
+        assert all(f["role"] != "primary" for f in d["fragments"] if f["name"] in over)
+
+    @pytest.mark.parametrize("athlete", ATHLETES)
+    def test_no_exception_for_any_athlete_scope_or_tier(self, athlete: str) -> None:
+        at = started()
+        at.selectbox(key="athlete").set_value(athlete).run()
+        for scope in SCOPE_REQUESTS:
+            for tier in ("free", "paid", "custom"):
+                at.button_group(key="scope").set_value(scope)
+                at.button_group(key="tier").set_value(tier)
+                at.run()
+                assert not at.exception, (athlete, scope, tier, [e.stack_trace for e in at.exception])
+                d = decision(at)
+                assert (d["athlete"], d["scope"]["requested"]) == (athlete, scope)
+                assert d["tier"] == tier
+                assert len(fragments_table(at)) == 11
+
+
+# --- the policy editor -------------------------------------------------------------------------
+
+
+class TestPolicyEditor:
+    def test_yaml_edit_changes_the_decision(self) -> None:
+        at = started()
+        before = decision(at)
+        assert before["intent"]["source"] != "rules"
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        assert not at.exception
+        after = decision(at)
+        assert after["policy"]["digest"] != before["policy"]["digest"]
+        # margin 0: the tie is "certain", so the routed intent's exclude applies in full again
+        assert after["intent"]["source"] == "rules"
+        assert not set(after["selected"]) >= READINESS
+        assert any(r["code"] == "excluded" for f in after["fragments"] for r in f["reasons"] if f["name"] in READINESS)
+
+    def test_draft_set_through_session_state_changes_the_decision(self) -> None:
+        at = new_app()
+        at.session_state["policy_yaml"] = draft_with(lambda d: d["tiers"].update(paid=0))
+        at.run()
+        assert not at.exception
+        d = decision(at)
+        assert d["budget"] == 0
+        assert all(f["role"] != "secondary" or f["status"] == "withheld" for f in d["fragments"])
+
+    def test_form_control_writes_the_draft(self) -> None:
+        at = started()
+        before = decision(at)["policy"]["digest"]
+        margin = next(n for n in at.number_input if n.label == "Margin over the runner-up")
+        margin.set_value(0.0).run()
+        assert not at.exception
+        assert parse_policy(at.session_state["policy_yaml"]).routing.margin == 0.0
+        after = decision(at)
+        assert after["policy"]["digest"] != before and after["intent"]["source"] == "rules"
+
+    def test_form_list_edit_and_new_term(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("injury").run()
+        exclude = next(m for m in at.multiselect if m.label == "exclude")
+        exclude.set_value([]).run()
+        assert parse_policy(at.session_state["policy_yaml"]).intent("injury").exclude == []
+        at.text_input(key="add.injury.term").input("zorblat").run()
+        at.button(key="add.injury.go").click().run()
+        assert not at.exception
+        policy = parse_policy(at.session_state["policy_yaml"])
+        assert policy.vocabulary["injury"]["en"]["zorblat"] == 1.0
+        at.text_input(key="question").input("a zorblat again").run()
+        assert ["zorblat", 1.0] in decision(at)["intent"]["matched"]["injury"]
+
+    def test_invalid_draft_shows_the_error_and_keeps_the_working_policy(self) -> None:
+        at = started()
+        good = decision(at)
+        bad = draft_with(lambda d: d["intents"]["injury"]["primary"].__setitem__(0, "readiness_injry"))
+        at.text_area(key="policy_yaml").set_value(bad).run()
+        assert not at.exception
+        text = all_text(at)
+        assert "intents.injury.primary[0]" in text
+        assert "intent injury → primary list → item 1" in text
+        assert "did you mean 'readiness_injury'" in text
+        assert any("problem" in e.value for e in at.error)
+        after = decision(at)
+        assert after["policy"]["digest"] == good["policy"]["digest"]
+        assert after["selected"] == good["selected"]
+        assert at.session_state["policy_yaml"] == bad  # the coach's text is kept to be fixed
+
+    def test_yaml_syntax_error_names_the_line(self) -> None:
+        at = started()
+        good = decision(at)["policy"]["digest"]
+        at.text_area(key="policy_yaml").set_value("routing: {margin: [1\n").run()
+        assert not at.exception
+        assert "line 2" in all_text(at)
+        assert decision(at)["policy"]["digest"] == good
+
+    def test_diff_lists_the_changed_setting(self) -> None:
+        at = started()
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        changes = next(df.value for df in at.dataframe if "setting" in df.value.columns)
+        row = changes[changes["path"] == "routing.margin"].iloc[0]
+        assert (row["checked-in"], row["draft"], row["change"]) == ("1.0", "0.0", "changed")
+
+    def test_import_through_the_uploader_replaces_the_draft(self) -> None:
+        at = started()
+        exported = pg.export_policy_yaml(parse_policy(draft_with(set_margin_zero)))
+        at.file_uploader(key="policy_upload").set_value(("mine.yaml", exported.encode(), "application/x-yaml")).run()
+        assert not at.exception
+        assert at.session_state["policy_yaml"] == exported
+        assert decision(at)["policy"]["digest"] == parse_policy(exported).digest
+
+    def test_import_of_a_bad_file_keeps_the_draft(self) -> None:
+        at = started()
+        draft = at.session_state["policy_yaml"]
+        at.file_uploader(key="policy_upload").set_value(("bad.yaml", b"!!python/object:os.system {}",
+                                                         "application/x-yaml")).run()
+        assert not at.exception
+        assert at.session_state["policy_yaml"] == draft
+        assert any("was not imported" in e.value for e in at.error)
+
+
+class TestExportImport:
+    def test_export_round_trips_and_check_policy_accepts_it(self, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+        policy = parse_policy(draft_with(set_margin_zero))
+        exported = pg.export_policy_yaml(policy)
+        path = tmp_path / "exported.yaml"
+        path.write_text(exported, encoding="utf-8")
+        assert cli.main(["check-policy", str(path)]) == 0
+        assert f"digest {policy.digest}" in capsys.readouterr().out
+        text, again = pg.import_policy_bytes(path.read_bytes(), path.name)
+        assert text == exported
+        assert again.digest == policy.digest
+        assert pg.export_policy_yaml(again) == exported
+
+    def test_import_refuses_oversized_files_before_parsing(self) -> None:
+        with pytest.raises(PolicyError, match=r"^invalid policy big\.yaml: file is \d+ bytes; the limit is"):
+            pg.import_policy_bytes(b"#" * (pg.MAX_IMPORT_BYTES + 1), "big.yaml")
+
+    def test_import_refuses_non_utf8_and_object_tags(self) -> None:
+        with pytest.raises(PolicyError, match=r"not UTF-8"):
+            pg.import_policy_bytes(b"\xff\xfe\x00", "latin.yaml")
+        with pytest.raises(PolicyError, match=r"YAML"):
+            pg.import_policy_bytes(b"!!python/object/apply:os.system ['true']", "evil.yaml")
+
+
+# --- sharing: the URL ----------------------------------------------------------------------------
+
+
+class TestUrlState:
+    def test_query_params_restore_the_view(self) -> None:
+        at = new_app()
+        at.query_params.update(q="Is the pollution too high for a run?", athlete="omar", scope="today",
+                               tier="custom", budget="120", costs="measured")
+        at.run()
+        assert not at.exception
+        assert at.text_input(key="question").value == "Is the pollution too high for a run?"
+        assert at.selectbox(key="athlete").value == "omar"
+        d = decision(at)
+        assert (d["athlete"], d["scope"]["requested"], d["tier"], d["budget"], d["tokens"]["cost_mode"]) == \
+            ("omar", "today", "custom", 120, "measured")
+        assert at.query_params["policy"] == d["policy"]["digest"]
+        assert at.query_params["athlete"] == "omar"
+
+    def test_the_url_follows_the_inputs(self) -> None:
+        at = started()
+        at.selectbox(key="athlete").set_value("kenji").run()
+        assert at.query_params["athlete"] == "kenji"
+        assert at.query_params["q"] == decision(at)["question"]
+
+    def test_a_different_policy_digest_is_pointed_out(self) -> None:
+        at = new_app()
+        at.query_params.update(q=pg.PAIN_QUESTION, athlete="maya", policy="0123456789ab")
+        at.run()
+        assert any("0123456789ab" in w.value and "shared with policy" in w.value for w in at.sidebar.warning)
+
+    def test_bad_values_in_the_link_are_ignored_and_reported(self) -> None:
+        at = new_app()
+        at.query_params.update(q=pg.PAIN_QUESTION, athlete="nobody", tier="gold")
+        at.run()
+        assert not at.exception
+        assert decision(at)["athlete"] == "maya"
+        notes = " ".join(i.value for i in at.sidebar.info)
+        assert "'nobody'" in notes and "'gold'" in notes
+
+
+# --- reproduce a trace ---------------------------------------------------------------------------
+
+
+def write_trace(tmp_path: Path, question: str = pg.PAIN_QUESTION) -> bytes:
+    path = tmp_path / "trace.json"
+    assert cli.main(["explain", question, "--athlete", "maya", "--trace-out", str(path), "--json"]) == 0
+    return path.read_bytes()
+
+
+class TestTraceReproduce:
+    def test_same_policy_reproduces_the_recorded_decision(self, tmp_path: Path) -> None:
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json")).run()
+        assert not at.exception
+        assert any("Same decision" in s.value for s in at.success)
+        frame = next(df.value for df in at.dataframe if "recorded" in df.value.columns and "now" in df.value.columns
+                     and "changed" in df.value.columns)
+        assert not frame["changed"].any()
+
+    def test_a_changed_draft_highlights_the_differences(self, tmp_path: Path) -> None:
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json"))
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        assert not at.exception
+        assert any("difference" in e.value for e in at.error)
+        diffs = next(df.value for df in at.dataframe if list(df.value.columns) == ["field", "recorded", "now"])
+        assert {"intent.source", "selected"} <= set(diffs["field"])
+        frame = next(df.value for df in at.dataframe if "changed" in df.value.columns).set_index("fragment")
+        assert frame["changed"].any()
+
+    def test_a_trace_from_another_bundle_is_replayed_from_its_snapshot(self) -> None:
+        policy = load_policy()
+        bundle = fetch_bundle(FixtureUpstream(), "tom")
+        d = select("Is the air quality ok for a run?", bundle, policy)
+        trace = make_trace(d, bundle, cost_mode="hand", budget=None)
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("t.json", json.dumps(trace).encode(), "application/json"))
+        at.run()
+        assert any("Same decision" in s.value for s in at.success)
+        at.button(key="open_trace").click().run()
+        assert at.selectbox(key="athlete").value == "tom"
+        assert decision(at)["question"] == "Is the air quality ok for a run?"
+
+    def test_garbage_is_refused_with_a_message(self) -> None:
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("t.json", b"{not json", "application/json")).run()
+        assert not at.exception
+        assert any("Cannot reproduce" in e.value and "not valid JSON" in e.value for e in at.error)
+
+
+# --- replies -------------------------------------------------------------------------------------
+
+
+REPLY_CHUNKS = ("Keep today easy ", "and skip the intervals. ", "If the pain persists, see a physiotherapist.")
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat-completions endpoint: a label for classification calls, a
+    streamed reply for `stream: true` calls."""
+
+    requests: list[dict[str, Any]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "body": body})
+        if not body.get("stream"):
+            payload = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "injury"},
+                                    "finish_reason": "stop"}]}
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for piece in REPLY_CHUNKS:
+            chunk = {"id": "c2", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[str]:
+    FakeOpenAI.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class TestReply:
+    def test_without_a_key_the_button_explains_what_to_configure(self) -> None:
+        at = started()
+        button = at.button(key="generate")
+        assert button.disabled
+        assert "OPENAI_API_KEY" in (button.help or "")
+        assert any("OPENAI_API_KEY" in i.value and "secrets.toml" in i.value for i in at.info)
+        assert "reply" not in at.session_state
+
+    def test_reply_streams_from_an_openai_compatible_server(self, fake_openai: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_openai)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        at = started()
+        d = decision(at)
+        assert d["intent"]["source"] == "model" and d["intent"]["name"] == "injury"
+        at.button(key="generate").click().run()
+        assert not at.exception
+        reply = at.session_state["reply"]["text"]
+        assert reply == "".join(REPLY_CHUNKS)
+        streamed = [r["body"] for r in FakeOpenAI.requests if r["body"].get("stream")]
+        assert len(streamed) == 1 and streamed[0]["messages"] == d["prompt"]["messages"]
+        words = next(m for m in at.metric if m.label == "Words")
+        assert words.value == f"{pg.count_words(reply)} / {d['max_words']}"
+        assert any("ends with a referral" in s.value for s in at.success)
+
+    def test_reply_settings_from_secrets_toml(self, fake_openai: str) -> None:
+        at = new_app()
+        at.secrets["OPENAI_BASE_URL"] = fake_openai
+        at.run()
+        assert not at.exception
+        at.button(key="generate").click().run()
+        assert at.session_state["reply"]["text"] == "".join(REPLY_CHUNKS)
+        assert any("secrets.toml" in c.value for c in at.caption)
+
+    def test_a_failing_endpoint_is_reported_not_raised(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        at = new_app()
+        at.session_state["typed_api_key"] = "sk-test"
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens on port 9
+        at.run()
+        assert not at.exception
+        assert decision(at)["intent"]["source"] == "fallback"
+        at.button(key="generate").click().run()
+        assert not at.exception
+        assert any("No reply" in e.value for e in at.error)
+
+
+# --- helpers on their own ------------------------------------------------------------------------
+
+
+class TestHelpers:
+    def test_describe_path_speaks_the_coach_s_language(self) -> None:
+        assert pg.describe_path("intents.injury.primary[1]") == "intent injury → primary list → item 2"
+        assert pg.describe_path("vocabulary.training.en.pain") == "vocabulary of training → language en → term 'pain'"
+        assert pg.describe_path("scopes.week.modifiers[0].fragment") == "time horizon week → modifier 1 → fragment"
+        assert pg.describe_path("line 3, column 2") == "line 3, column 2"
+
+    def test_line_of_points_into_the_draft(self) -> None:
+        text = "routing:\n  margin: -1\nintents:\n  injury:\n    primary:\n      - a\n      - b\n"
+        assert pg.line_of(text, "routing.margin") == 2
+        assert pg.line_of(text, "intents.injury.primary[1]") == 7
+
+    def test_view_state_round_trips_through_the_url(self) -> None:
+        view = pg.ViewState(question="¿Puedo correr hoy?", athlete="lucia", scope="week", tier="custom", budget=80,
+                            cost_mode="measured", policy_digest="abcdef123456")
+        back, notes = pg.decode_view(pg.encode_view(view), athletes=ATHLETES, tiers=["free", "paid"],
+                                     default=pg.ViewState(question="x", athlete="maya"))
+        assert back == view and notes == []
+
+    def test_referral_and_word_count(self) -> None:
+        assert pg.referral_line("Rest. If it persists, see a physiotherapist.") == "If it persists, see a physiotherapist."
+        assert pg.referral_line("See a doctor first. Then rest. Then eat.") is None
+        assert pg.count_words("one two three") == 3
+        assert pg.count_words("足首が痛い") == 5
+
+    def test_model_config_prefers_the_typed_key_then_env_then_secrets(self) -> None:
+        assert pg.resolve_model_config({}, {}, None) is None
+        from_secrets = pg.resolve_model_config({}, {"OPENAI_API_KEY": "s"}, None)
+        assert from_secrets is not None and from_secrets.source == ".streamlit/secrets.toml"
+        env = pg.resolve_model_config({"OPENAI_API_KEY": "e"}, {"OPENAI_API_KEY": "s"}, None)
+        assert env is not None and env.api_key == "e"
+        typed = pg.resolve_model_config({"OPENAI_API_KEY": "e"}, {}, "t")
+        assert typed is not None and typed.api_key == "t" and "typed" in typed.source
+
+    def test_policy_changes_name_each_setting(self, policy: Policy) -> None:
+        draft = parse_policy(draft_with(lambda d: d["intents"]["general"].update(max_words=99)))
+        changes = pg.policy_changes(policy, draft)
+        assert list(changes["path"]) == ["intents.general.max_words"]
+        added = [line for line in pg.policy_diff(policy, draft).splitlines() if line.startswith("+ ")]
+        assert any("max_words: 99" in line for line in added)
