@@ -15,6 +15,10 @@ def audit(route: Route, plan: Plan, policy: Policy) -> list[str]:
     warnings: list[str] = []
     scores = route.scores.scores
     top_score = scores.get(route.intent, 0.0)
+    # Contenders are measured from the top keyword score, as selection measures them: when the
+    # model picks the runner-up, an intent within `margin` of that pick but not of the top is no
+    # contender, and its primary being excluded is the policy working, not a lost signal.
+    keyword_top = route.scores.top[1]
     if route.source != "rules":
         for state in plan.fragments:
             if "excluded" not in state.codes:
@@ -22,7 +26,7 @@ def audit(route: Route, plan: Plan, policy: Policy) -> list[str]:
             for other, value in route.scores.ranked():
                 if other == route.intent or value <= 0 or state.name not in policy.intent(other).primary:
                     continue
-                if top_score - value > policy.routing.margin:
+                if keyword_top - value > policy.routing.margin + 1e-9:
                     continue
                 who = "the runner-up" if other == route.runner_up else "the contender"
                 warnings.append(

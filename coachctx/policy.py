@@ -153,6 +153,15 @@ class Policy(_Strict):
             raise ValueError("tiers: at least one tier is needed")
         return self
 
+    def __eq__(self, other: object) -> bool:
+        # Content decides: pydantic would also compare `_derived`, so a policy whose digest or
+        # matchers were already built would differ from a fresh copy of the same document.
+        if not isinstance(other, Policy):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]  # dict fields: a policy was never hashable anyway
+
     def intent(self, name: str) -> IntentPolicy:
         return self.intents[name]  # type: ignore[index]
 

@@ -66,6 +66,8 @@ class ServiceResult:
 
     @classmethod
     def from_snapshot(cls, service: ServiceName, snap: Mapping[str, Any]) -> ServiceResult:
+        if not isinstance(snap, Mapping):
+            raise ValueError(f"services.{service}: expected an object, got {type(snap).__name__}")
         status = snap.get("status")
         if status not in ("ok", "unreachable", "never_computed"):
             raise ValueError(f"services.{service}.status: {status!r} is not ok/unreachable/never_computed")
@@ -101,6 +103,9 @@ class Bundle:
         missing = [s for s in SERVICES if s not in services]
         if missing:
             raise ValueError(f"bundle.services: missing {', '.join(missing)}")
+        for key in ("city", "language"):
+            if not isinstance(snap.get(key), str | None):
+                raise ValueError(f"bundle.{key}: expected text or null, got {type(snap.get(key)).__name__}")
         return cls(athlete=str(snap.get("athlete", "")),
                    results={s: ServiceResult.from_snapshot(s, services[s]) for s in SERVICES},
                    city=snap.get("city"), language=snap.get("language"))

@@ -7,7 +7,6 @@ Korean particles attach to the end of a word.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,7 +16,21 @@ import snowballstemmer
 
 MAX_TOKEN_CHARS: Final = 64
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+def _word_chunks(text: str) -> list[str]:
+    """Runs of letters and digits. A combining mark (Thai vowels, Devanagari viramas, Arabic
+    harakat) continues the word it follows: `[^\\W_]+` alone would cut "दर्द" in two."""
+    chunks: list[str] = []
+    current: list[str] = []
+    for ch in text:
+        if ch.isalnum() or (current and unicodedata.category(ch).startswith("M")):
+            current.append(ch)
+        elif current:
+            chunks.append("".join(current))
+            current = []
+    if current:
+        chunks.append("".join(current))
+    return chunks
 
 
 def normalise(text: str) -> str:
@@ -70,15 +83,16 @@ def tokenise(question: str) -> Tokens:
     words: list[str] = []
     runs: list[str] = []
     scripts: dict[str, None] = {}
-    for match in _WORD.finditer(text):
-        chunk = match.group()
+    for chunk in _word_chunks(text):
         current: list[str] = []
         current_unspaced: bool | None = None
         for ch in chunk:
             script = script_of(ch)
             if script != "Common":
                 scripts.setdefault(script, None)
-            unspaced = script in UNSPACED
+            # a combining mark belongs to the run it follows, whatever that run's script
+            unspaced = current_unspaced if current and script == "Common" and not ch.isalnum() \
+                else script in UNSPACED
             if current and unspaced != current_unspaced:
                 (runs if current_unspaced else words).append("".join(current))
                 current = []

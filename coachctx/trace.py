@@ -153,6 +153,9 @@ def replay(trace: Trace, policy: Policy, *, policy_source: str, policy_version: 
     model = trace.decision.get("intent", {}).get("model") if isinstance(trace.decision.get("intent"), Mapping) \
         else None
     raw = model.get("raw") if isinstance(model, Mapping) else None
+    if raw is not None and not isinstance(raw, str):
+        raise TraceError(f"{trace.source}: decision.intent.model.raw: expected the model's text answer, "
+                         f"got {type(raw).__name__}")
     classifier = RecordedClassifier(raw) if raw is not None else None
     tier = str(inputs.get("tier") or "paid")
     budget = inputs.get("budget")
