@@ -7,13 +7,16 @@ function of the question. `route` makes the one decision: rules, model or fallba
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from coachctx.policy import INTENTS, LANGUAGES, Policy
-from coachctx.text import Tokens, stem, tokenise
+from coachctx.text import Tokens, stem, stem_variants, tokenise
+
+MAX_PHRASE_WORDS: Final = 6
 
 RouteSource = Literal["rules", "model", "fallback"]
 FallbackReason = Literal["no_model_configured", "model_error", "model_timeout", "invalid_label", "no_match"]
@@ -24,6 +27,10 @@ class _Term:
     label: str
     term: str
     weight: float
+
+
+def _keys(word: str, algorithm: str) -> frozenset[str]:
+    return frozenset({word}) if algorithm == "prefix" else stem_variants(word, algorithm)
 
 
 @dataclass(frozen=True)
@@ -57,15 +64,16 @@ class TermMatcher:
                         prefixes.append((words.words[0], entry))
                     elif words.words:
                         algorithm = mode if mode != "prefix" else "prefix"
-                        phrase = tuple(stem(w, algorithm) if algorithm != "prefix" else w for w in words.words)
-                        bucket = stemmed.setdefault(algorithm, {}).setdefault(phrase, [])
-                        # "train" and "training" stem alike: one intent scores one stem once
-                        same = [i for i, e in enumerate(bucket) if e.label == label]
-                        if not same:
-                            bucket.append(entry)
-                        elif bucket[same[0]].weight < entry.weight:
-                            bucket[same[0]] = entry
-                        longest = max(longest, len(phrase))
+                        for phrase in itertools.product(*(sorted(_keys(w, algorithm))
+                                                          for w in words.words[:MAX_PHRASE_WORDS])):
+                            bucket = stemmed.setdefault(algorithm, {}).setdefault(phrase, [])
+                            # "train" and "training" stem alike: one intent scores one stem once
+                            same = [i for i, e in enumerate(bucket) if e.label == label]
+                            if not same:
+                                bucket.append(entry)
+                            elif bucket[same[0]].weight < entry.weight:
+                                bucket[same[0]] = entry
+                            longest = max(longest, len(phrase))
         return cls(
             stemmed={a: {p: tuple(ts) for p, ts in d.items()} for a, d in stemmed.items()},
             substrings=tuple(substrings),

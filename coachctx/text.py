@@ -116,8 +116,18 @@ def _stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-de
 
 @lru_cache(maxsize=200_000)
 def stem(word: str, algorithm: str) -> str:
-    """The word's stem under a Snowball algorithm; Latin-script words are accent-folded first,
-    so "recuperacion" and "recuperación" meet."""
-    if algorithm not in ("russian",):
-        word = fold_accents(word)
-    return str(_stemmer(algorithm).stemWord(word))
+    """The word's stem under a Snowball algorithm, accents folded after stemming (except for
+    Russian), so "fatigué" and "fatiguée" meet and "recuperación" meets "recuperacion"."""
+    stemmed = str(_stemmer(algorithm).stemWord(word))
+    return stemmed if algorithm in _KEEP_ACCENTS else fold_accents(stemmed)
+
+
+def stem_variants(word: str, algorithm: str) -> frozenset[str]:
+    """Every key a vocabulary term is filed under: its stem, and the stem of its accent-folded
+    form, so a question typed without accents still meets a term written with them."""
+    if algorithm in _KEEP_ACCENTS:
+        return frozenset({stem(word, algorithm)})
+    return frozenset({stem(word, algorithm), stem(fold_accents(word), algorithm)})
+
+
+_KEEP_ACCENTS: Final = frozenset({"russian"})
