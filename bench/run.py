@@ -1,0 +1,191 @@
+"""`python -m bench.run`: run the benchmark on this machine, write bench/REPORT.md and its PNG
+plots, print a summary table. Pinned to one CPU core; no model is called."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+
+from bench import grow
+from bench.measure import (
+    measure_app,
+    measure_budget,
+    measure_growth,
+    measure_impact,
+    measure_pipeline_speed,
+    measure_quality,
+    measure_tokens,
+)
+from bench.report import (
+    ORIGINAL,
+    budget_section,
+    growth_plots,
+    growth_section,
+    machine_section,
+    pct,
+    quality_section,
+    quality_summary,
+    speed_section,
+    table,
+    token_section,
+    token_summary,
+)
+from bench.workload import DEV_QUESTIONS, ROOT, dev_rows, sample_bundles
+from coachctx.fragments import FRAGMENTS
+from coachctx.policy import DEFAULT_POLICY_PATH, load_policy
+
+OUT_DIR = Path(__file__).resolve().parent
+GROWTH_LEVELS = (-1, 0, 1, 2, 4, 8, 16, 32, 64)
+MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def pin_to_one_core() -> str:
+    if not hasattr(os, "sched_setaffinity"):
+        return "Not pinned (this platform has no sched_setaffinity); the process may use several cores."
+    core = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})
+    return f"The whole run is pinned to CPU core {core} (`os.sched_setaffinity`)."
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "coachctx", "policy"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return rev + (" + uncommitted changes in coachctx/ or policy/" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine(pinned: str, policy_digest: str, load_before: tuple[float, ...]) -> dict[str, str]:
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.node()} - {platform.platform()}",
+        "CPU": f"{cpu_model()}, os.cpu_count() = {os.cpu_count()}",
+        "pinning": pinned,
+        "load average at start (1/5/15 min)": " / ".join(f"{x:.2f}" for x in load_before),
+        "Python": f"{platform.python_implementation()} {platform.python_version()}",
+        "tiktoken": version("tiktoken"),
+        "coachctx": f"{version('coachctx')} at {git_revision()}",
+        "policy": f"{DEFAULT_POLICY_PATH.relative_to(ROOT)} (digest {policy_digest})",
+        "model": "none: the model environment is cleared, so unsure questions take the keyword fallback",
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller samples (a smoke run, not for the report)")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where REPORT.md and the PNGs go")
+    args = parser.parse_args(argv)
+    scale = 0.1 if args.quick else 1.0
+    started = time.perf_counter()
+    for name in MODEL_ENV:
+        os.environ.pop(name, None)
+    os.chdir(ROOT)
+    pinned = pin_to_one_core()
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+
+    policy = load_policy()
+    rows = dev_rows()
+    bundles = sample_bundles()
+
+    def step(what: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {what}", file=sys.stderr, flush=True)
+
+    step(f"tokens: {len(bundles)} athletes x {len(rows)} questions")
+    tokens = measure_tokens(rows, bundles, policy)
+    step(f"growth: levels {GROWTH_LEVELS}")
+    growth = measure_growth(rows, policy, GROWTH_LEVELS)
+    step("quality")
+    quality = measure_quality(rows, bundles, policy)
+    step("speed: pipeline")
+    pipeline = measure_pipeline_speed(rows, bundles, policy, n_cold=int(1000 * scale), n_warm=int(5000 * scale),
+                                      n_route=int(10000 * scale))
+    step("speed: impact")
+    impact = measure_impact(rows, bundles, policy, n=int(100_000 * scale), n_distinct=int(2000 * scale))
+    step("speed: app")
+    app = measure_app([r.q for r in rows[:5]])
+    step("budget")
+    budget = measure_budget(rows, bundles, policy)
+    step("report")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    pngs = growth_plots(growth, args.out)
+    load_after = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    info = machine(pinned, policy.digest, load_before)
+    info["load average at end (1/5/15 min)"] = " / ".join(f"{x:.2f}" for x in load_after)
+    info["run time"] = f"{time.perf_counter() - started:.0f} s"
+    ts, qs = token_summary(tokens), quality_summary(quality)
+    full = pipeline[0]
+    route_only = pipeline[2]
+    paid = [b for b in budget if b.tier == "paid"]
+    free = [b for b in budget if b.tier == "free"]
+    summary = [
+        ["tokens, median selected / naive / oracle", f"{ts['selected']:.0f} / {ts['naive']:.0f} / {ts['oracle']:.0f}"],
+        ["saving vs naive (ours / original design)", f"{pct(ts['saving'])} / {pct(ORIGINAL['saving'])} "
+                                                     f"({ORIGINAL['selected']} vs {ORIGINAL['naive']})"],
+        ["saving, payloads stripped to what fragments read", f"{pct(growth[0].saving_total)} "
+                                                             f"({growth[0].selected:.0f} vs {growth[0].naive:.0f})"],
+        ["saving at the largest grown bundle", f"{pct(growth[-1].saving_total)} "
+                                               f"({growth[-1].bundle_tokens:,}-token bundle)"],
+        ["route accuracy / needs recall (no model)", f"{pct(qs['route_accuracy'])} / {pct(qs['needs_recall'])}"],
+        ["decided by rules / needs the model", f"{pct(qs['rules_share'])} / {pct(1 - qs['rules_share'])}"],
+        ["decisions/s, full pipeline (cold tokens)", f"{full.per_second:,.0f} (p50 {full.p50_ms:.2f} ms, "
+                                                     f"p99 {full.p99_ms:.2f} ms)"],
+        ["decisions/s, routing + selection", f"{route_only.per_second:,.0f} (p50 {route_only.p50_ms:.3f} ms, "
+                                             f"p99 {route_only.p99_ms:.3f} ms)"],
+        ["impact throughput", f"{impact.timings[0].per_second:,.0f} questions/s ({impact.timings[0].name})"],
+        ["app rerun, one question", f"{app.reruns_s[0]:.2f} s" if app.measured else app.note],
+        ["free tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in free)],
+        ["paid tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in paid)],
+    ]
+    hand_total = sum(f.cost for f in FRAGMENTS)
+    lines = [
+        "# coachctx benchmark report",
+        "",
+        f"Written by `make bench` (`python -m bench.run`) on {info['date']}; every number below comes from that "
+        f"run on the machine described at the end. Questions: `{DEV_QUESTIONS.relative_to(ROOT.parent)}` "
+        f"({len(rows)} rows); athletes: `sample_athletes/` ({', '.join(bundles)}).",
+        "",
+        "## Summary",
+        "",
+        *table(["", ""], summary),
+        "",
+        *token_section(tokens), "",
+        *growth_section(growth, pngs, grow.__doc__ or ""), "",
+        *quality_section(quality), "",
+        *speed_section(pipeline, impact, app, pinned, load_before[0], os.cpu_count() or 1), "",
+        *budget_section(budget, growth, hand_total), "",
+        *machine_section(info), "",
+    ]
+    report = args.out / "REPORT.md"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    width = max(len(k) for k, _ in summary)
+    print(f"\ncoachctx benchmark ({info['CPU']}; {pinned})")
+    for k, v in summary:
+        print(f"  {k:<{width}}  {v}")
+    print(f"\nwrote {report} and {', '.join(pngs)} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
