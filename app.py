@@ -241,7 +241,7 @@ def render_inputs(policies: Policies) -> pg.ViewState:
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]
     athletes = upstream().athletes()
-    c1, c2, c3, c4 = st.columns([1.1, 1.4, 1.5, 1.0])
+    c1, c2, c3, c4 = st.columns([0.9, 1.5, 1.5, 1.0])
     with c1:
         athlete = st.selectbox("Sample athlete", athletes, key="athlete",
                                help="Fixture data from sample_athletes/: four services per athlete.")
@@ -339,9 +339,12 @@ def tab_decision(ctx: Context) -> None:
                    f"runner-up by ≥ margin {i['required_margin']:g} (a runner-up inside the orange band means unsure).")
     with right:
         st.markdown(f"**Why:** {i['reason']}")
-        if i["source"] != "rules":
+        if i["source"] != "rules" and len(i["contenders"]) > 1:
             st.markdown(f"**Contenders:** {', '.join(i['contenders'])} — routing is uncertain, so the selection "
-                        "takes every contender's primary fragments and softens excludes a contender needs.")
+                        "takes every contender's primary fragments and keeps what a contender needs even if "
+                        "another excludes it.")
+        elif i["source"] != "rules":
+            st.markdown(f"**Contenders:** only {i['contenders'][0]} — no other intent is within the margin.")
         if i.get("model"):
             model = i["model"]
             st.markdown(f"**Model answer:** `{model.get('raw')}` in {model.get('latency_ms')} ms")
@@ -365,11 +368,11 @@ def tab_decision(ctx: Context) -> None:
                 f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{d.tokens['cost_mode']}**. "
                 "Primary context is never cut by the budget.")
     sent, held = st.columns(2)
-    with sent:
+    with sent, st.container(key="sent_fragments"):
         st.markdown(f"**:green[Sent to the model ({len(d.selected)})]**, in prompt order")
         st.markdown("\n".join(f"- **{f.name}** — {pg.explain_fragment(f, d)}"
                               for f in d.fragments if f.status == "selected") or "_nothing_")
-    with held:
+    with held, st.container(key="withheld_fragments"):
         withheld = [f for f in d.fragments if f.status == "withheld"]
         st.markdown(f"**:red[Withheld ({len(withheld)})]**")
         st.markdown("\n".join(f"- **{f.name}** — {pg.explain_fragment(f, d)}" for f in withheld) or "_nothing_")
@@ -383,7 +386,8 @@ def tab_decision(ctx: Context) -> None:
                       "service"],
         column_config={
             "#": st.column_config.NumberColumn("#", width=30, help="Prompt order"),
-            "reasons": st.column_config.TextColumn("reasons", help="Reason codes; the sentences above give details"),
+            "reasons": st.column_config.TextColumn("reasons", width="medium",
+                                                   help="Reason codes; the sentences above give details"),
             "cost": st.column_config.NumberColumn("cost", help=f"Cost the budget used ({d.tokens['cost_mode']})"),
             "hand": st.column_config.NumberColumn("hand", help="Hand-assigned cost from the fragment registry"),
             "measured": st.column_config.NumberColumn("measured", help="The rendered line counted with tiktoken"),
@@ -466,7 +470,7 @@ def tab_policy(ctx: Context) -> None:
     p = ctx.policies
     st.markdown("Edit the policy here; the decision view follows every **valid** draft. An invalid draft never "
                 "replaces the policy in use. Form controls rewrite the YAML (its comments are dropped).")
-    form, text = st.columns([1, 1], gap="large")
+    form, text = st.columns([1, 1.3], gap="large")
     with text:
         st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
         if p.draft.ok and p.draft.policy is not None:
@@ -614,9 +618,10 @@ def tab_trace(ctx: Context) -> None:
             lambda row: ["background-color: rgba(214, 39, 40, 0.12)"] * len(row), axis=1),
             hide_index=True, width="stretch", key="trace_differences")
     frame = pg.trace_fragments_frame(trace.decision, result.decision)
+    st.markdown("**Fragment by fragment** (changed rows highlighted)")
     st.dataframe(frame.style.apply(
         lambda row: (["background-color: rgba(214, 39, 40, 0.15)"] if row["changed"] else [""]) * len(row), axis=1),
-        hide_index=True, width="stretch", key="trace_fragments")
+        hide_index=True, width="stretch", key="trace_fragments", height=35 * (len(frame) + 1) + 12)
     st.button("Open this question in the playground", key="open_trace", on_click=open_trace_inputs,
               args=(dict(inputs), list(ctx.policies.working.tiers)))
     with st.expander("Recorded decision (JSON)"):
@@ -650,7 +655,9 @@ def compute_decision(view: pg.ViewState, policies: Policies,
 
 
 def main() -> None:
-    st.set_page_config(page_title="coachctx policy playground", page_icon="🏃", layout="wide")
+    st.set_page_config(page_title="coachctx policy playground", page_icon=":material/sprint:", layout="wide")
+    st.html("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro', monospace; "
+            "font-size: 0.85rem;}</style>")
     st.title("coachctx policy playground")
     st.caption("What may the coaching assistant see about this athlete for this question — and why? "
                "Every fact below comes from the engine's Decision; no model is needed.")

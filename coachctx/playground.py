@@ -83,22 +83,32 @@ def asked_for_by(f: FragmentDecision) -> str:
 
 
 NOTE_CODES: Final = ("promoted_by_scope", "demoted_by_scope", "kept_despite_exclude")
+NOTE_LABELS: Final[Mapping[str, str]] = {
+    "promoted_by_scope": "Promoted to primary",
+    "demoted_by_scope": "Demoted to secondary",
+    "kept_despite_exclude": "Kept despite an exclude",
+}
 
 
 def explain_fragment(f: FragmentDecision, d: Decision) -> str:
     """Why this fragment is in the prompt or not, in one or two sentences a coach can read."""
-    notes = [f"{REASON_LABELS[r['code']].capitalize()}: {r['detail']}." for r in f.reasons if r["code"] in NOTE_CODES]
+    codes = {r["code"] for r in f.reasons}
+    notes = [f"{NOTE_LABELS[r['code']]} — {r['detail']}." for r in f.reasons if r["code"] in NOTE_CODES]
+    asked = asked_for_by(f)
     if f.status == "selected":
-        asked = asked_for_by(f) or "not asked for by the intent"
-        if f.role == "primary":
+        if "promoted_by_scope" in codes:
+            head = (f"{asked.capitalize()}, promoted by the time horizon" if asked else
+                    "Not asked for by the intent, but promoted by the time horizon")
+            head += " — always sent when available."
+        elif f.role == "primary":
             head = f"{asked.capitalize()} — always sent when available."
         else:
             head = f"{asked.capitalize()} — it fitted the {d.budget}-token budget."
         return " ".join([head, *notes])
     withholding = [r for r in f.reasons if r["code"] not in NOTE_CODES]
     parts = [f"{REASON_LABELS.get(r['code'], r['code']).capitalize()}: {r['detail']}." for r in withholding]
-    if f.requested_by and not any(r["code"] == "not_requested" for r in withholding):
-        parts.append(f"(Wanted as {asked_for_by(f)}.)")
+    if asked and "not_requested" not in codes:
+        parts.append(f"(Wanted as {asked}.)")
     return " ".join([*parts, *notes])
 
 

@@ -508,3 +508,21 @@ class TestHelpers:
         assert list(changes["path"]) == ["intents.general.max_words"]
         added = [line for line in pg.policy_diff(policy, draft).splitlines() if line.startswith("+ ")]
         assert any("max_words: 99" in line for line in added)
+
+    def test_table_edits_rebuild_vocabulary_and_modifiers(self) -> None:
+        data = yaml.safe_load(policy_to_yaml(load_policy()))
+        rows = pg.vocabulary_rows(data, "injury").to_dict("records")
+        pain = next(i for i, r in enumerate(rows) if r["term"] == "pain")
+        edits = {"edited_rows": {str(pain): {"weight": 2.5}}, "deleted_rows": [0] if pain != 0 else [1],
+                 "added_rows": [{"language": "es", "term": "molestia", "weight": None}, {"term": "no language"}]}
+        vocabulary = pg.vocabulary_from_rows(pg.apply_table_edits(rows, edits))
+        assert vocabulary["en"]["pain"] == 2.5 and vocabulary["es"]["molestia"] == 1.0
+        assert len(vocabulary["en"]) == len(data["vocabulary"]["injury"]["en"]) - 1
+        mods = pg.modifier_rows(data, "today").to_dict("records")
+        added = {"action": "drop", "fragment": "chronotype", "reason": "not today", "intents": "training, injury"}
+        rebuilt = pg.modifiers_from_rows(pg.apply_table_edits(mods, {"added_rows": [added]}))
+        assert rebuilt[-1] == {"action": "drop", "fragment": "chronotype", "reason": "not today",
+                               "intents": ["training", "injury"]}
+        assert rebuilt[:-1] == data["scopes"]["today"]["modifiers"]
+        changed = pg.with_setting(data, ("scopes", "today", "modifiers"), rebuilt)
+        assert parse_policy(pg.draft_to_yaml(changed)).scopes["today"].modifiers[-1].fragment == "chronotype"
