@@ -53,7 +53,7 @@ def facts(bundle: Bundle) -> Mapping[str, FragmentFact]:
             empty = fragment.empty_fields(result.data)
             if empty:
                 missing = Reason("empty_field", f"{fragment.service} payload arrived, but "
-                                 f"{', '.join('data.' + f for f in empty)} is empty")
+                                 f"{' and '.join('data.' + f for f in empty)} {'is' if len(empty) == 1 else 'are'} empty")
             else:
                 try:
                     line = one_line(fragment.render(fragment.extract(result.data)))

@@ -56,8 +56,9 @@ class OpenAIClassifier:
             return ModelAnswer(raw=None, latency_ms=_ms(started), error=f"HTTP {e.status_code}")
         except openai.APIError as e:
             return ModelAnswer(raw=None, latency_ms=_ms(started), error=f"{type(e).__name__}: {e}")
-        except Exception as e:  # malformed responses the SDK cannot parse
-            return ModelAnswer(raw=None, latency_ms=_ms(started), error=f"{type(e).__name__}: {e}")
+        except Exception as e:  # an answer the SDK cannot read as a chat completion (HTML, plain text)
+            return ModelAnswer(raw=None, latency_ms=_ms(started),
+                               error=f"the endpoint's answer is not a chat completion ({type(e).__name__})")
 
 
 def _ms(started: float) -> float:

@@ -42,6 +42,8 @@ class TermMatcher:
     """algorithm -> stemmed phrase -> terms"""
     substrings: tuple[tuple[str, _Term], ...]
     prefixes: tuple[tuple[str, _Term], ...]
+    """(Hangul term, term): a question word matches when it starts with the term."""
+    prefix_index: Mapping[str, tuple[_Term, ...]]
     longest_phrase: int
 
     @classmethod
@@ -78,6 +80,7 @@ class TermMatcher:
             stemmed={a: {p: tuple(ts) for p, ts in d.items()} for a, d in stemmed.items()},
             substrings=tuple(substrings),
             prefixes=tuple(prefixes),
+            prefix_index={k: tuple(e for p, e in prefixes if p == k) for k in dict.fromkeys(p for p, _ in prefixes)},
             longest_phrase=longest,
         )
 
@@ -96,10 +99,14 @@ class TermMatcher:
             for key, entry in self.substrings:
                 if key in haystack or (" " in key and key in tokens.text):
                     found.setdefault((entry.label, entry.term), entry)
-        for key, entry in self.prefixes:
-            if any(w.startswith(key) for w in words):
-                found.setdefault((entry.label, entry.term), entry)
+        if self.prefix_index:
+            longest = max(len(k) for k in self.prefix_index)
+            for w in words:
+                for k in range(1, min(len(w), longest) + 1):
+                    for entry in self.prefix_index.get(w[:k], ()):
+                        found.setdefault((entry.label, entry.term), entry)
         return list(found.values())
+
 
 
 def vocabulary_matcher(policy: Policy) -> TermMatcher:
@@ -236,7 +243,7 @@ def route(question: str | Tokens, policy: Policy, classifier: Classifier | None)
                             f"so fell back to {fallback_intent}", **common)  # type: ignore[arg-type]
     started = time.perf_counter()
     try:
-        answer = classifier(question.text if isinstance(question, Tokens) else question, INTENTS)
+        answer = classifier(question.raw if isinstance(question, Tokens) else question, INTENTS)
     except Exception as e:  # the classifier contract says it must not raise; stay safe anyway
         answer = ModelAnswer(raw=None, latency_ms=(time.perf_counter() - started) * 1000, error=repr(e))
     label = clean_label(answer.raw, INTENTS) if answer.error is None else None

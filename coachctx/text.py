@@ -76,6 +76,8 @@ class Tokens:
     """Han/Hiragana/Katakana runs joined by a space, for substring matching."""
     scripts: tuple[str, ...]
     """Scripts seen, in order of first appearance (Common excluded)."""
+    raw: str = ""
+    """The question as written, for the model (which reads case and punctuation)."""
 
 
 def tokenise(question: str) -> Tokens:
@@ -101,7 +103,7 @@ def tokenise(question: str) -> Tokens:
         if current:
             (runs if current_unspaced else words).append("".join(current))
     words = [w[:MAX_TOKEN_CHARS] for w in words]
-    return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts))
+    return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
 
 
 def fold_accents(word: str) -> str:
