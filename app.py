@@ -623,7 +623,9 @@ def tab_trace(ctx: Context) -> None:
         lambda row: (["background-color: rgba(214, 39, 40, 0.15)"] if row["changed"] else [""]) * len(row), axis=1),
         hide_index=True, width="stretch", key="trace_fragments", height=35 * (len(frame) + 1) + 12)
     st.button("Open this question in the playground", key="open_trace", on_click=open_trace_inputs,
-              args=(dict(inputs), list(ctx.policies.working.tiers)))
+              args=(dict(inputs), list(ctx.policies.working.tiers)),
+              help="Copies the trace's question, athlete, scope, tier and cost mode into the inputs above. The "
+                   "Decision tab then uses today's sample data for that athlete, not the trace's snapshot.")
     with st.expander("Recorded decision (JSON)"):
         st.json(dict(trace.decision), expanded=False)
     with st.expander("Decision under the policy in use (JSON)"):

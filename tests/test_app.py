@@ -108,6 +108,21 @@ class TestDecisionView:
         assert at.text_input(key="question").value == pg.PAIN_QUESTION
         assert decision(at)["question"] == pg.PAIN_QUESTION
 
+    def test_every_example_question_decides(self) -> None:
+        at = started()
+        for index, question in enumerate(pg.EXAMPLE_QUESTIONS):
+            at.button(key=f"example_{index}").click().run()
+            assert not at.exception, (question, [e.stack_trace for e in at.exception])
+            assert decision(at)["question"] == question
+
+    def test_a_question_no_vocabulary_matches_names_its_script(self) -> None:
+        at = started()
+        at.text_input(key="question").input("هل يجب أن أتدرب اليوم؟").run()
+        assert not at.exception
+        d = decision(at)
+        assert d["intent"]["matched_nothing"] and "Arabic" in d["intent"]["scripts"]
+        assert any("No vocabulary matched" in i.value and "Arabic" in i.value for i in at.info)
+
     def test_empty_question_explains_instead_of_failing(self) -> None:
         at = started()
         at.text_input(key="question").input("   ").run()
