@@ -166,23 +166,24 @@ def on_policy_upload() -> None:
     upload = st.session_state.get("policy_upload")
     if upload is None:
         return
+    data = upload.getvalue()
     try:
-        text, policy = pg.import_policy_bytes(upload.getvalue(), upload.name)
+        text, policy = pg.import_policy_bytes(data, upload.name)
     except PolicyError as e:
-        st.session_state["import_status"] = ("error", f"{upload.name} was not imported", pg.problems_of(e, ""))
+        readable = data.decode("utf-8", errors="replace") if len(data) <= pg.MAX_IMPORT_BYTES else ""
+        st.session_state["import_status"] = ("error", f"{upload.name} was not imported; the draft is unchanged.",
+                                             pg.problems_of(e, readable))
         return
     st.session_state["policy_yaml"] = text
     st.session_state["import_status"] = ("ok", f"Imported {upload.name} (digest {policy.digest}) as the draft.", [])
 
 
-def edit_setting(path: tuple[str | int, ...], widget_key: str, transform: Callable[[Any], Any] | None = None) -> None:
+def edit_setting(path: tuple[str | int, ...], widget_key: str) -> None:
     """A form control changed: write its value into the draft YAML at `path`."""
     data = pg.draft_data(st.session_state["policy_yaml"])
     if data is None:
         return
-    value = st.session_state[widget_key]
-    st.session_state["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, path, transform(value) if transform
-                                                                       else value))
+    st.session_state["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, path, st.session_state[widget_key]))
 
 
 def edit_table(path: tuple[str | int, ...], widget_key: str, base_rows: list[dict[str, Any]],
@@ -518,7 +519,8 @@ def tab_policy(ctx: Context) -> None:
             kind, message, problems = status
             (st.success if kind == "ok" else st.error)(message)
             for problem in problems:
-                st.markdown(f"- **{problem.where}**: {problem.message}")
+                line = f" (line {problem.line})" if problem.line else ""
+                st.markdown(f"- **{problem.where}**{line}: {problem.message}")
 
 
 def _mapping(value: Any) -> dict[str, Any]:

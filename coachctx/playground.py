@@ -269,7 +269,7 @@ def line_of(text: str, path: str) -> int | None:
         return None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     line = node.start_mark.line + 1 if node is not None else None
     for part in split_path(path):
