@@ -1,0 +1,42 @@
+"""The checked-in vocabulary beyond the dev set: every language routes, and a broad question set
+(all ten languages, phrasings dev.yaml does not have) keeps its route accuracy."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from coachctx.policy import Policy
+from coachctx.routing import route
+
+BROAD = Path(__file__).parent / "data" / "questions_broad.yaml"
+REQUIRED_LANGUAGES = ("en", "es", "de", "fr", "pt", "it", "ja", "zh", "ko", "ru")
+
+
+class TestVocabulary:
+    def test_every_intent_has_terms_in_every_required_language(self, policy: Policy) -> None:
+        missing = [(intent, lang) for intent, by_lang in policy.vocabulary.items()
+                   for lang in REQUIRED_LANGUAGES if not by_lang.get(lang)]  # type: ignore[call-overload]
+        assert missing == []
+
+    def test_broad_question_set_routes_at_least_90_percent(self, policy: Policy) -> None:
+        rows = yaml.safe_load(BROAD.read_text(encoding="utf-8"))["questions"]
+        assert len(rows) >= 100
+        wrong = []
+        per_lang: Counter[str] = Counter()
+        for row in rows:
+            r = route(row["q"], policy, None)
+            per_lang[row.get("lang", "en")] += 1
+            if r.intent not in row["intents"]:
+                wrong.append((row["q"], r.intent, row["intents"]))
+        accuracy = 1 - len(wrong) / len(rows)
+        print(f"broad set route accuracy {accuracy:.1%} over {len(rows)} questions; misses: {wrong}")
+        assert set(per_lang) >= set(REQUIRED_LANGUAGES)
+        assert accuracy >= 0.90, wrong
+
+    def test_a_question_in_each_language_reaches_the_rules(self, policy: Policy) -> None:
+        rows = yaml.safe_load(BROAD.read_text(encoding="utf-8"))["questions"]
+        ruled = {row.get("lang", "en") for row in rows if route(row["q"], policy, None).source == "rules"}
+        assert ruled >= set(REQUIRED_LANGUAGES)
