@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from coachctx import cli_store
 from coachctx.classifier import classifier_from_env
 from coachctx.decision import Decision
 from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.lint import lint_policy
 from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
 from coachctx.policy import DEFAULT_POLICY_PATH, Policy, load_policy
 from coachctx.services import FixtureUpstream, fetch_bundle
@@ -59,16 +61,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_policy_version(p: argparse.ArgumentParser) -> None:
-    """Hook for the policy store (a version number or label); no-op until the store exists."""
+    """`--policy-version V|LABEL` and `--store URL`: take the policy from the store."""
+    cli_store.add_policy_version_args(p)
 
 
 def _register_extensions(sub: Any) -> None:
-    """Hook for subcommands that live in other modules."""
+    """Subcommands that live in other modules: `policy` and `impact` (cli_store.py)."""
+    cli_store.register(sub)
 
 
 def _policy(path: str | None) -> tuple[Policy, str]:
     p = Path(path) if path else DEFAULT_POLICY_PATH
     return load_policy(p), _display_path(p)
+
+
+def _policy_for(args: argparse.Namespace) -> tuple[Policy, str, str | None]:
+    """(policy, source, store version): `--policy FILE`, `--policy-version V|LABEL`, or the default."""
+    if args.policy_version is None:
+        return (*_policy(args.policy), None)
+    if args.policy is not None:
+        raise InputError("use --policy FILE or --policy-version V, not both")
+    return cli_store.policy_from_store(args.policy_version, args.store)
 
 
 def _display_path(p: Path) -> str:
@@ -79,13 +92,14 @@ def _display_path(p: Path) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    policy, source = _policy(args.policy)
+    policy, source, version = _policy_for(args)
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
     if not upstream.has(args.athlete):
         raise InputError(f"unknown athlete {args.athlete!r}; sample athletes are: {', '.join(upstream.athletes())}")
     bundle = fetch_bundle(upstream, args.athlete)
     decision = select(args.question, bundle, policy, scope=args.scope, tier=args.tier, budget=args.budget,
-                      cost_mode=args.costs, classifier=classifier_from_env(), policy_source=source)
+                      cost_mode=args.costs, classifier=classifier_from_env(), policy_source=source,
+                      policy_version=version)
     if args.trace_out:
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget))
     if args.json:
@@ -129,8 +143,8 @@ def render_text(d: Decision, *, with_prompt: bool = False) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace)
-    policy, source = _policy(args.policy)
-    result = replay(trace, policy, policy_source=source)
+    policy, source, version = _policy_for(args)
+    result = replay(trace, policy, policy_source=source, policy_version=version)
     if args.json:
         print(json.dumps({"same": result.same, "differences": result.differences,
                           "recorded_policy": trace.decision.get("policy"),
@@ -154,6 +168,8 @@ def cmd_check_policy(args: argparse.Namespace) -> int:
     policy = load_policy(args.path)
     print(f"{args.path}: ok (digest {policy.digest}; {len(policy.intents)} intents, "
           f"{sum(len(t) for v in policy.vocabulary.values() for t in v.values())} terms)")
+    for finding in lint_policy(policy):  # advice, not failure: the file is valid
+        print(f"warning: {finding}")
     return 0
 
 
@@ -165,7 +181,7 @@ def cmd_athletes(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_check_policy,
-            "athletes": cmd_athletes}
+            "athletes": cmd_athletes, **cli_store.COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,773 @@
+"""Impact analysis: run a set of questions through two policies and report what changes.
+
+A question set is YAML in the format of ../shared/questions/dev.yaml (`q`, labels `intents`,
+`needs` and `scope`, the horizon the question implies), or a log as JSONL or CSV with a
+`question` (or `q`) column and optional `athlete`, `scope` (the scope the caller asked for),
+`tier`, `intents` and `needs` columns. A row naming no athlete is judged against `maya`, as
+the dev set says. Rows that cannot be decided (empty question, unknown athlete or tier) are
+skipped with their reason, never fatal to a run of 100,000.
+
+Per question the report gives each policy's intent, routing source, selected and withheld
+fragments and prompt tokens, and what changed; where rows are labelled, route accuracy, needs
+recall, token totals and a per-intent confusion table per policy.
+
+Impact never calls a model: a question the rules are unsure of takes the keyword fallback, as
+`select()` does without a classifier, and is counted as `unsure` so the reader knows.
+
+Speed: the decision is the same sequence of stages as `select()` (route, lookup, scope,
+availability, budget, prompt), but each athlete's bundle and fragment facts are computed once,
+each question is tokenised once for both policies, and a plan is computed once per distinct
+(athlete, budget, scope, intent, contenders). `tests/test_impact.py` pins that every outcome
+equals `select()`'s.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Protocol, runtime_checkable
+
+import yaml
+
+from coachctx.availability import CostMode, DropUnavailable, FragmentFact, facts
+from coachctx.budget import SpendBudget
+from coachctx.errors import InputError
+from coachctx.fragments import FRAGMENT_NAMES
+from coachctx.modifiers import ApplyScope
+from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.plan import WITHHOLDING, Plan
+from coachctx.policy import INTENTS, Policy
+from coachctx.prompt import build_prompt, system_block
+from coachctx.routing import (
+    Scores,
+    TermMatcher,
+    _clinical_matcher,  # the exact tables routing compiled: impact must match as routing does
+    _scope_matcher,
+    clinical_terms_in,
+    contenders_of,
+    infer_scope,
+    is_confident,
+    route,
+    vocabulary_matcher,
+)
+from coachctx.selection import lookup
+from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
+from coachctx.text import stem, tokenise
+from coachctx.tokens import count_messages
+
+DEFAULT_ATHLETE: Final = "maya"
+"""The dev set judges every row that names no athlete against maya (all services healthy)."""
+DEFAULT_TIER: Final = "paid"
+MAX_QUESTIONS: Final = 1_000_000
+MAX_FILE_BYTES: Final = 512 * 1024 * 1024
+FORMATS: Final = {".yaml": "yaml", ".yml": "yaml", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+_MEMO_LIMIT: Final = 20_000
+VERIFY_FIRST: Final = 200
+"""Questions per run on which the fast matching is checked against routing itself."""
+
+Progress = Callable[[int, int], None]
+"""Called as `progress(done, total)` about a hundred times during a run, and at the end."""
+
+
+# --- reading question sets ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    """One row of a question set."""
+
+    row: int
+    """1-based: the list index in YAML, the line in JSONL, the data row in CSV."""
+    question: str
+    athlete: str | None = None
+    scope: str = "auto"
+    """The scope requested (logs); `auto` infers it from the question, as `select()` does."""
+    tier: str | None = None
+    intents: tuple[str, ...] | None = None
+    """Labels: the intents any of which is a correct route. None when unlabelled."""
+    needs: tuple[str, ...] | None = None
+    """Labels: fragments an expert would insist on. None when unlabelled."""
+    expected_scope: str | None = None
+    """Label: the horizon the question implies (dev.yaml's `scope`)."""
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    source: str
+    questions: tuple[Question, ...]
+    skipped: tuple[tuple[int, str], ...] = ()
+    """(row, why) for rows that could not be read."""
+
+
+def read_questions(path: str | Path) -> QuestionSet:
+    """Read a question set; the format comes from the suffix (.yaml/.yml, .jsonl/.ndjson, .csv)."""
+    p = Path(path)
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
+                         f"use one of {', '.join(FORMATS)}")
+    try:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"{p}: file is {size} bytes; the limit is {MAX_FILE_BYTES}")
+        text = p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError as e:
+        raise InputError(f"{p}: no such file") from e
+    except IsADirectoryError as e:
+        raise InputError(f"{p}: is a directory, expected a question set file") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: not UTF-8 text (byte {e.start})") from e
+    return parse_questions(text, fmt, str(p))
+
+
+def parse_questions(text: str, fmt: str, source: str = "<questions>") -> QuestionSet:
+    """Parse a question set already in memory (the app's upload). `fmt`: yaml, jsonl or csv."""
+    if fmt == "yaml":
+        records = _yaml_records(text, source)
+    elif fmt == "jsonl":
+        records = _jsonl_records(text)
+    elif fmt == "csv":
+        records = _csv_records(text, source)
+    else:
+        raise InputError(f"{source}: unknown question set format {fmt!r}; use yaml, jsonl or csv")
+    questions: list[Question] = []
+    skipped: list[tuple[int, str]] = []
+    for row, record in records:
+        if len(questions) >= MAX_QUESTIONS:
+            raise InputError(f"{source}: more than {MAX_QUESTIONS} questions; split the set")
+        if isinstance(record, str):
+            skipped.append((row, record))
+            continue
+        try:
+            questions.append(_question(row, record, labels_scope=fmt == "yaml"))
+        except ValueError as e:
+            skipped.append((row, str(e)))
+    if not questions:
+        why = f" (row {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
+        raise InputError(f"{source}: no questions found{why}")
+    return QuestionSet(source, tuple(questions), tuple(skipped))
+
+
+def _yaml_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InputError(f"{source}: not valid YAML ({str(e).splitlines()[0]})") from e
+    items = data.get("questions") if isinstance(data, Mapping) else data
+    if not isinstance(items, list):
+        raise InputError(f"{source}: expected a list of questions (or a mapping with `questions:`)")
+    for i, item in enumerate(items, 1):
+        if isinstance(item, str):
+            item = {"q": item}
+        yield i, item if isinstance(item, Mapping) else f"expected a mapping with `q`, got {type(item).__name__}"
+
+
+def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
+    for line_no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            yield line_no, f"not valid JSON ({e})"
+            continue
+        yield line_no, obj if isinstance(obj, Mapping) else f"expected a JSON object, got {type(obj).__name__}"
+
+
+def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
+    reader = csv.DictReader(io.StringIO(text))
+    columns = [c.strip().casefold() for c in reader.fieldnames or []]
+    if "question" not in columns and "q" not in columns:
+        raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
+                         f"{', '.join(reader.fieldnames or []) or 'nothing'}")
+    try:
+        for i, record in enumerate(reader, 1):
+            yield i, {(k or "").strip().casefold(): v for k, v in record.items()}
+    except csv.Error as e:
+        raise InputError(f"{source}: not valid CSV near data row {reader.line_num} ({e})") from e
+
+
+def _labels(value: Any, known: Sequence[str], what: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        # CSV cells: "training;injury", "training|injury" or "training injury"
+        value = [v for v in value.replace("|", " ").replace(";", " ").replace(",", " ").split() if v]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{what}: expected a list of names")
+    unknown = [v for v in value if v not in known]
+    if unknown:
+        raise ValueError(f"{what}: unknown {what.rstrip('s')} {unknown[0]!r}")
+    return tuple(value)
+
+
+def _text(record: Mapping[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: expected text, got {type(value).__name__}")
+    return value.strip()
+
+
+def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Question:
+    q = record.get("question", record.get("q"))
+    if not isinstance(q, str) or not q.strip():
+        raise ValueError("the question is empty" if q in (None, "") or isinstance(q, str)
+                         else f"question: expected text, got {type(q).__name__}")
+    if len(q.strip()) > MAX_QUESTION_CHARS:
+        raise ValueError(f"the question is {len(q.strip())} characters; the limit is {MAX_QUESTION_CHARS}")
+    scope = _text(record, "scope")
+    if scope is not None and scope not in SCOPE_REQUESTS:
+        raise ValueError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+    intents_value = record.get("intents", record.get("intent"))
+    needs_value = record.get("needs")
+    if isinstance(needs_value, str) and not needs_value.strip() and intents_value not in (None, ""):
+        needs_value = []  # a CSV row with intents but an empty needs cell needs nothing
+    return Question(
+        row=row, question=q.strip(), athlete=_text(record, "athlete"),
+        scope="auto" if labels_scope or scope is None else scope,
+        tier=_text(record, "tier"),
+        intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents"),
+        needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs"),
+        expected_scope=scope if labels_scope and scope != "auto" else None,
+    )
+
+
+# --- deciding fast -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one policy decides for one question (the parts the report needs)."""
+
+    intent: str
+    source: str
+    contenders: tuple[str, ...]
+    scope: str | None
+    selected: tuple[str, ...]
+    withheld: tuple[tuple[str, str], ...]
+    """(fragment, main reason code) for every withheld fragment, in plan order."""
+    tokens: int
+
+    @property
+    def unsure(self) -> bool:
+        """The rules were not sure: in production this question would ask the model."""
+        return self.source != "rules"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"intent": self.intent, "source": self.source, "contenders": list(self.contenders),
+                "scope": self.scope, "selected": list(self.selected), "withheld": dict(self.withheld),
+                "tokens": self.tokens}
+
+
+@runtime_checkable
+class KnowsAthletes(Protocol):
+    def has(self, athlete: str) -> bool: ...
+
+
+@dataclass
+class _Athlete:
+    bundle: Bundle
+    facts: Mapping[str, FragmentFact]
+    costs: Mapping[str, int]
+
+
+class Bundles:
+    """Each athlete fetched once, conditions once per city, fragment facts computed once."""
+
+    def __init__(self, upstream: Upstream | None = None, cost_mode: CostMode = "hand") -> None:
+        self.upstream: Upstream = upstream if upstream is not None else FixtureUpstream()
+        self.cost_mode: CostMode = cost_mode
+        self.conditions = ConditionsCache()
+        self._athletes: dict[str, _Athlete] = {}
+
+    def get(self, athlete: str) -> _Athlete:
+        if athlete not in self._athletes:
+            if isinstance(self.upstream, KnowsAthletes) and not self.upstream.has(athlete):
+                raise InputError(f"unknown athlete {athlete!r}")
+            bundle = fetch_bundle(self.upstream, athlete, self.conditions)
+            fragment_facts = facts(bundle)
+            self._athletes[athlete] = _Athlete(bundle, fragment_facts,
+                                               {n: f.cost(self.cost_mode) for n, f in fragment_facts.items()})
+        return self._athletes[athlete]
+
+
+class _Memo:
+    """One question's words stemmed per algorithm, and what each matcher found in it: shared by
+    both policies, so a part the two policies have in common is matched once."""
+
+    def __init__(self, question: str) -> None:
+        self.tokens = tokenise(question)
+        self.stems: dict[str, list[str]] = {}
+        self.found: dict[str, list[Any]] = {}
+        self.word_firsts = frozenset(w[0] for w in self.tokens.words)
+
+    def stemmed(self, algorithm: str) -> list[str]:
+        out = self.stems.get(algorithm)
+        if out is None:
+            words = self.tokens.words
+            out = self.stems[algorithm] = list(words) if algorithm == "prefix" else [stem(w, algorithm)
+                                                                                    for w in words]
+        return out
+
+
+class _FastFind:
+    """`TermMatcher.find` over the very tables `TermMatcher.compile` built, returning the same
+    terms in the same order, but skipping what cannot match: a position whose stem starts no
+    phrase, unspaced keys when the question has no Han/Kana, prefix keys whose first letter
+    starts no word. On a multilingual vocabulary this is ~10x faster; it belongs in routing."""
+
+    def __init__(self, matcher: TermMatcher, name: str) -> None:
+        self.m = matcher
+        self.key = name
+        self.firsts = {a: frozenset(p[0] for p in phrases) for a, phrases in matcher.stemmed.items()}
+        self.spaced = tuple((k, e) for k, e in matcher.substrings if " " in k)
+        self.prefixes: dict[str, list[tuple[int, str, Any]]] = {}
+        for i, (key, entry) in enumerate(matcher.prefixes):
+            self.prefixes.setdefault(key[0], []).append((i, key, entry))
+
+    def find(self, memo: _Memo) -> list[Any]:
+        found: dict[tuple[str, str], Any] = {}
+        longest = self.m.longest_phrase
+        for algorithm, phrases in self.m.stemmed.items():
+            firsts = self.firsts[algorithm]
+            stems = memo.stemmed(algorithm)
+            size = len(stems)
+            for i in range(size):
+                if stems[i] not in firsts:
+                    continue
+                for n in range(1, min(longest, size - i) + 1):
+                    for entry in phrases.get(tuple(stems[i : i + n]), ()):
+                        found.setdefault((entry.label, entry.term), entry)
+        tokens = memo.tokens
+        if tokens.unspaced or tokens.text:
+            haystack = tokens.unspaced or ""
+            for key, entry in self.m.substrings if haystack else self.spaced:
+                if key in haystack or (" " in key and key in tokens.text):
+                    found.setdefault((entry.label, entry.term), entry)
+        candidates = [c for first in memo.word_firsts & self.prefixes.keys() for c in self.prefixes[first]]
+        for _, key, entry in sorted(candidates, key=lambda c: c[0]):
+            if any(w.startswith(key) for w in tokens.words):
+                found.setdefault((entry.label, entry.term), entry)
+        return list(found.values())
+
+
+def _fingerprint(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+class _Matchers:
+    """A policy's three matchers, each named by the content it was compiled from, so two
+    policies with the same vocabulary share their results for a question."""
+
+    def __init__(self, policy: Policy) -> None:
+        dump = policy.model_dump(mode="json")
+        self.vocabulary = _FastFind(vocabulary_matcher(policy), "v" + _fingerprint(dump["vocabulary"]))
+        self.clinical = _FastFind(_clinical_matcher(policy), "c" + _fingerprint(dump["clinical_terms"]))
+        self.scopes = _FastFind(_scope_matcher(policy),
+                                "s" + _fingerprint({k: v["terms"] for k, v in dump["scopes"].items()}))
+
+    @staticmethod
+    def run(finder: _FastFind, memo: _Memo) -> list[Any]:
+        found = memo.found.get(finder.key)
+        if found is None:
+            found = memo.found[finder.key] = finder.find(memo)
+        return found
+
+
+@dataclass(frozen=True)
+class _Routed:
+    intent: str
+    source: str
+    contenders: tuple[str, ...]
+    scope: str | None
+    clinical: tuple[str, ...]
+
+
+class PolicyRunner:
+    """Decides questions under one policy the way `select()` does without a model, memoising
+    what repeats. `tests/test_impact.py` pins its outcomes to `select()`'s."""
+
+    def __init__(self, policy: Policy, bundles: Bundles) -> None:
+        self.policy = policy
+        self.bundles = bundles
+        self.matchers: _Matchers = policy.derived("impact:matchers", _Matchers)
+        self._plans: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
+        self._systems: dict[tuple[Any, ...], str] = {}
+        self.exact = False
+        """True once the fast matching disagreed with routing: from then on routing decides."""
+        self.note: str | None = None
+        self._checked = 0
+
+    def decide(self, q: Question, memo: _Memo, athlete: str, tier: str) -> Outcome:
+        """Raises KeyError for a tier the policy does not define, InputError for an unknown athlete."""
+        spend = self.policy.tiers[tier]
+        a = self.bundles.get(athlete)
+        r = self._route(q, memo)
+        plan_key = (athlete, spend, r.scope, r.intent, r.contenders)
+        planned = self._plans.get(plan_key)
+        if planned is None:
+            planned = self._plans[plan_key] = self._plan(a, spend, r)
+        selected, withheld = planned
+        # max_words exactly as select() computes it
+        max_words = max(self.policy.intent(c).max_words for c in r.contenders) if r.source != "rules" \
+            else self.policy.intent(r.intent).max_words
+        system_key = (athlete, max_words, r.clinical, selected)
+        system = self._systems.get(system_key)
+        if system is None:
+            block = system_block(a.bundle.language, max_words, list(r.clinical))
+            lines = [(n, a.facts[n].line or "") for n in selected]
+            system = self._systems[system_key] = build_prompt(block, lines, "").messages[0]["content"]
+        return Outcome(r.intent, r.source, r.contenders, r.scope, selected, withheld,
+                       build_prompt_tokens(system, q.question))
+
+    def _route(self, q: Question, memo: _Memo) -> _Routed:
+        """The fast route, checked against routing itself on the first questions of a run; on
+        any difference routing decides the rest of the run (slower), and `note` says why."""
+        if self.exact:
+            return self._route_exact(q, memo)
+        fast = self._route_fast(q, memo)
+        if self._checked < VERIFY_FIRST:
+            self._checked += 1
+            exact = self._route_exact(q, memo)
+            if exact != fast:
+                self.exact = True
+                self.note = (f"fast matching disagreed with routing on {q.question!r} ({fast} vs {exact}); "
+                             "routing decided every question instead (correct, slower)")
+                return exact
+        return fast
+
+    def _route_exact(self, q: Question, memo: _Memo) -> _Routed:
+        r = route(memo.tokens, self.policy, None)
+        scope = infer_scope(memo.tokens, self.policy)[0] if q.scope == "auto" else q.scope
+        return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(memo.tokens, self.policy)))
+
+    def _route_fast(self, q: Question, memo: _Memo) -> _Routed:
+        """`routing.route` with no classifier, `infer_scope` and `clinical_terms_in`, from the
+        fast matchers' findings (same terms, same order, so the same sums)."""
+        m = self.matchers
+        scores = {name: 0.0 for name in INTENTS}
+        for entry in m.run(m.vocabulary, memo):
+            scores[entry.label] = round(scores[entry.label] + entry.weight, 6)
+        ranked = Scores(scores=scores, matched={}, scripts=())
+        threshold, margin = self.policy.routing.confident_threshold, self.policy.routing.margin
+        top, top_score = ranked.top
+        _, runner_score = ranked.runner_up
+        contenders: tuple[str, ...]
+        if top is not None and is_confident(top_score, runner_score, threshold, margin):
+            intent, source, contenders = top, "rules", (top,)
+        else:
+            intent = top if top is not None else "general"
+            source, contenders = "fallback", tuple(contenders_of(ranked, margin) or [intent])
+        if q.scope != "auto":
+            scope: str | None = q.scope
+        else:
+            by_scope: dict[str, int] = {}
+            for entry in m.run(m.scopes, memo):
+                by_scope[entry.label] = by_scope.get(entry.label, 0) + 1
+            order = ("today", "week", "months")
+            scope = max(by_scope, key=lambda s: (by_scope[s], -order.index(s))) if by_scope else None
+        clinical = tuple(t.term for t in m.run(m.clinical, memo))
+        return _Routed(intent, source, contenders, scope, clinical)
+
+    def _plan(self, a: _Athlete, spend: int, r: _Routed) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+        plan: Plan = lookup(self.policy, r.intent, r.contenders)
+        for stage in (ApplyScope(self.policy, r.scope, r.contenders), DropUnavailable(a.facts),
+                      SpendBudget(spend, a.costs)):
+            plan = stage(plan)
+        withheld = []
+        for s in plan.fragments:
+            if s.status == "withheld":
+                main = next((x for x in s.reasons if x.code in WITHHOLDING), s.reasons[0] if s.reasons else None)
+                if main is not None:
+                    withheld.append((s.name, main.code))
+        return tuple(plan.selected), tuple(withheld)
+
+
+def build_prompt_tokens(system_content: str, question: str) -> int:
+    """Prompt tokens of (system content, question), counted as `Prompt.tokens` counts them."""
+    return count_messages([{"role": "system", "content": system_content}, {"role": "user", "content": question}])
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowImpact:
+    question: Question
+    athlete: str
+    tier: str
+    base: Outcome
+    candidate: Outcome
+    changes: tuple[str, ...]
+    """What changed, as short phrases; empty when both policies decide alike."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    def to_json(self) -> dict[str, Any]:
+        q = self.question
+        return {"row": q.row, "question": q.question, "athlete": self.athlete, "tier": self.tier,
+                "scope": q.scope, "labels": {"intents": _list(q.intents), "needs": _list(q.needs),
+                                             "scope": q.expected_scope},
+                "base": self.base.to_json(), "candidate": self.candidate.to_json(),
+                "changed": self.changed, "changes": list(self.changes)}
+
+
+def _list(values: tuple[str, ...] | None) -> list[str] | None:
+    return list(values) if values is not None else None
+
+
+def describe_changes(a: Outcome, b: Outcome) -> tuple[str, ...]:
+    out: list[str] = []
+    if a.intent != b.intent or a.source != b.source:
+        out.append(f"intent {a.intent} ({a.source}) -> {b.intent} ({b.source})")
+    elif a.contenders != b.contenders:
+        out.append(f"contenders {', '.join(a.contenders)} -> {', '.join(b.contenders)}")
+    if a.scope != b.scope:
+        out.append(f"scope {a.scope or 'none'} -> {b.scope or 'none'}")
+    gained = [f for f in b.selected if f not in a.selected]
+    lost = [f for f in a.selected if f not in b.selected]
+    out += [f"+{f}" for f in gained] + [f"-{f}" for f in lost]
+    if not gained and not lost and a.selected != b.selected:
+        out.append("prompt order changed")
+    wa, wb = dict(a.withheld), dict(b.withheld)
+    out += [f"{f} withheld: {wa[f]} -> {wb[f]}" for f in wa if f in wb and wa[f] != wb[f]]
+    if a.tokens != b.tokens:
+        out.append(f"tokens {a.tokens} -> {b.tokens}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """One policy's figures over the set. Rates are None when no row carries that label."""
+
+    questions: int
+    tokens_total: int
+    unsure: int
+    route_labelled: int
+    route_correct: int
+    needs_total: int
+    needs_met: int
+    needs_rows: int
+    needs_rows_met: int
+    """Labelled rows whose every need was selected."""
+    scope_labelled: int
+    scope_correct: int
+    confusion: dict[str, dict[str, int]]
+    """expected intent -> routed intent -> count, over rows with intent labels. A row accepting
+    several intents counts under the routed one when it is among them, else under its first."""
+
+    @property
+    def route_accuracy(self) -> float | None:
+        return self.route_correct / self.route_labelled if self.route_labelled else None
+
+    @property
+    def needs_recall(self) -> float | None:
+        return self.needs_met / self.needs_total if self.needs_total else None
+
+    @property
+    def scope_accuracy(self) -> float | None:
+        return self.scope_correct / self.scope_labelled if self.scope_labelled else None
+
+    @property
+    def tokens_mean(self) -> float:
+        return self.tokens_total / self.questions if self.questions else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"questions": self.questions, "tokens_total": self.tokens_total,
+                "tokens_mean": round(self.tokens_mean, 2), "unsure": self.unsure,
+                "route_accuracy": _round(self.route_accuracy), "route_correct": self.route_correct,
+                "route_labelled": self.route_labelled, "needs_recall": _round(self.needs_recall),
+                "needs_met": self.needs_met, "needs_total": self.needs_total,
+                "needs_rows_met": self.needs_rows_met, "needs_rows": self.needs_rows,
+                "scope_accuracy": _round(self.scope_accuracy), "scope_correct": self.scope_correct,
+                "scope_labelled": self.scope_labelled, "confusion": self.confusion}
+
+
+def _round(x: float | None) -> float | None:
+    return round(x, 4) if x is not None else None
+
+
+def metrics(rows: Sequence[RowImpact], which: str) -> Metrics:
+    """Figures for `which` ("base" or "candidate") over `rows`."""
+    confusion = {e: dict.fromkeys(INTENTS, 0) for e in INTENTS}
+    tokens = unsure = route_labelled = route_correct = 0
+    needs_total = needs_met = needs_rows = needs_rows_met = scope_labelled = scope_correct = 0
+    for row in rows:
+        o: Outcome = getattr(row, which)
+        q = row.question
+        tokens += o.tokens
+        unsure += o.unsure
+        if q.intents:
+            route_labelled += 1
+            ok = o.intent in q.intents
+            route_correct += ok
+            confusion[o.intent if ok else q.intents[0]][o.intent] += 1
+        if q.needs is not None:
+            met = sum(1 for f in q.needs if f in o.selected)
+            needs_total += len(q.needs)
+            needs_met += met
+            needs_rows += 1
+            needs_rows_met += met == len(q.needs)
+        if q.expected_scope is not None:
+            scope_labelled += 1
+            scope_correct += o.scope == q.expected_scope
+    return Metrics(len(rows), tokens, unsure, route_labelled, route_correct, needs_total, needs_met, needs_rows,
+                   needs_rows_met, scope_labelled, scope_correct, confusion)
+
+
+@dataclass(frozen=True)
+class ImpactReport:
+    source: str
+    base_name: str
+    candidate_name: str
+    base_digest: str
+    candidate_digest: str
+    rows: tuple[RowImpact, ...]
+    skipped: tuple[tuple[int, str], ...]
+    seconds: float
+    notes: tuple[str, ...] = ()
+    base_metrics: Metrics = field(init=False)
+    candidate_metrics: Metrics = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_metrics", metrics(self.rows, "base"))
+        object.__setattr__(self, "candidate_metrics", metrics(self.rows, "candidate"))
+
+    def changed_rows(self) -> list[RowImpact]:
+        return [r for r in self.rows if r.changed]
+
+    def summary(self) -> dict[str, int]:
+        changed = self.changed_rows()
+        return {"questions": len(self.rows), "skipped": len(self.skipped), "changed": len(changed),
+                "intent_changed": sum(1 for r in changed if r.base.intent != r.candidate.intent),
+                "selection_changed": sum(1 for r in changed if r.base.selected != r.candidate.selected),
+                "tokens_changed": sum(1 for r in changed if r.base.tokens != r.candidate.tokens)}
+
+    def table(self, changed_only: bool = False) -> list[dict[str, Any]]:
+        """One flat record per question, for a dataframe."""
+        rows = self.changed_rows() if changed_only else self.rows
+        return [{"row": r.question.row, "question": r.question.question, "athlete": r.athlete,
+                 "base_intent": f"{r.base.intent} ({r.base.source})",
+                 "candidate_intent": f"{r.candidate.intent} ({r.candidate.source})",
+                 "base_selected": ", ".join(r.base.selected), "candidate_selected": ", ".join(r.candidate.selected),
+                 "base_tokens": r.base.tokens, "candidate_tokens": r.candidate.tokens,
+                 "changes": "; ".join(r.changes)} for r in rows]
+
+    def to_json(self, changed_only: bool = False) -> dict[str, Any]:
+        rows = self.changed_rows() if changed_only else self.rows
+        return {"questions": self.source,
+                "base": {"name": self.base_name, "digest": self.base_digest},
+                "candidate": {"name": self.candidate_name, "digest": self.candidate_digest},
+                "summary": self.summary(), "seconds": round(self.seconds, 3), "notes": list(self.notes),
+                "metrics": {"base": self.base_metrics.to_json(), "candidate": self.candidate_metrics.to_json()},
+                "skipped": [{"row": row, "reason": why} for row, why in self.skipped],
+                "rows": [r.to_json() for r in rows]}
+
+
+def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candidate: Policy, *,
+               base_name: str = "base", candidate_name: str = "candidate", upstream: Upstream | None = None,
+               default_athlete: str = DEFAULT_ATHLETE, cost_mode: CostMode = "hand",
+               progress: Progress | None = None) -> ImpactReport:
+    """Decide every question under both policies and compare. Never calls a model."""
+    started = time.perf_counter()
+    qs = questions.questions if isinstance(questions, QuestionSet) else tuple(questions)
+    skipped = list(questions.skipped) if isinstance(questions, QuestionSet) else []
+    bundles = Bundles(upstream, cost_mode)
+    runners = (PolicyRunner(base, bundles), PolicyRunner(candidate, bundles))
+    memos: dict[str, _Memo] = {}
+    rows: list[RowImpact] = []
+    total = len(qs)
+    step = max(1, -(-total // 100))  # at most ~100 calls
+    for i, q in enumerate(qs, 1):
+        athlete = q.athlete or default_athlete
+        tier = q.tier or DEFAULT_TIER
+        no_tier = [name for name, p in (("base", base), ("candidate", candidate)) if tier not in p.tiers]
+        if no_tier:
+            skipped.append((q.row, f"unknown tier {tier!r} in {' and '.join(no_tier)}"))
+        else:
+            memo = memos.get(q.question)
+            if memo is None:
+                if len(memos) >= _MEMO_LIMIT:
+                    memos.clear()
+                memo = memos[q.question] = _Memo(q.question)
+            try:
+                a, b = (r.decide(q, memo, athlete, tier) for r in runners)
+            except InputError as e:
+                skipped.append((q.row, str(e)))
+            else:
+                rows.append(RowImpact(q, athlete, tier, a, b, describe_changes(a, b)))
+        if progress is not None and (i % step == 0 or i == total):
+            progress(i, total)
+    return ImpactReport(source=questions.source if isinstance(questions, QuestionSet) else "<questions>",
+                        base_name=base_name, candidate_name=candidate_name, base_digest=base.digest,
+                        candidate_digest=candidate.digest, rows=tuple(rows),
+                        skipped=tuple(sorted(skipped)), seconds=time.perf_counter() - started,
+                        notes=tuple(f"{name}: {r.note}" for name, r in zip(("base", "candidate"), runners,
+                                                                           strict=True) if r.note))
+
+
+# --- text --------------------------------------------------------------------------------------
+
+
+def _rate(n: int, d: int) -> str:
+    return f"{n}/{d} ({100 * n / d:.1f}%)" if d else "-"
+
+
+def render_impact(report: ImpactReport, *, changed_only: bool = False) -> str:
+    s = report.summary()
+    b, c = report.base_metrics, report.candidate_metrics
+    lines = [
+        f"impact of {report.candidate_name} ({report.candidate_digest}) against {report.base_name} "
+        f"({report.base_digest}) on {report.source}",
+        f"{s['questions']} questions decided, {s['skipped']} skipped, in {report.seconds:.2f} s; "
+        f"{s['changed']} changed (intent {s['intent_changed']}, selection {s['selection_changed']}, "
+        f"tokens {s['tokens_changed']})",
+        *[f"note: {n}" for n in report.notes],
+        "",
+        f"{'':<24} {'base':<22} candidate",
+    ]
+
+    def row(label: str, x: str, y: str) -> None:
+        lines.append(f"{label:<24} {x:<22} {y}")
+
+    row("route accuracy", _rate(b.route_correct, b.route_labelled), _rate(c.route_correct, c.route_labelled))
+    row("needs recall", _rate(b.needs_met, b.needs_total), _rate(c.needs_met, c.needs_total))
+    row("every need met", _rate(b.needs_rows_met, b.needs_rows), _rate(c.needs_rows_met, c.needs_rows))
+    row("scope accuracy", _rate(b.scope_correct, b.scope_labelled), _rate(c.scope_correct, c.scope_labelled))
+    row("unsure (to the model)", str(b.unsure), str(c.unsure))
+    row("prompt tokens", f"{b.tokens_total} (mean {b.tokens_mean:.1f})", f"{c.tokens_total} (mean {c.tokens_mean:.1f})")
+    if b.route_labelled:
+        for name, m in (("base", b), ("candidate", c)):
+            lines += ["", f"confusion, {name} (rows: labelled intent, columns: routed)",
+                      f"{'':<11}" + "".join(f"{i[:10]:>11}" for i in INTENTS)]
+            lines += [f"{e:<11}" + "".join(f"{m.confusion[e][r]:>11}" for r in INTENTS) for e in INTENTS]
+    shown = report.changed_rows() if changed_only else list(report.rows)
+    lines += ["", f"questions ({'changed only, ' if changed_only else ''}{len(shown)})"]
+    for r in shown:
+        q = r.question
+        lines.append(f"#{q.row} {q.question!r} [{r.athlete}, {r.tier}]")
+        if not r.changed:
+            lines.append(f"    same       {_outcome(r.base)}")
+            continue
+        lines.append(f"    base       {_outcome(r.base)}")
+        lines.append(f"    candidate  {_outcome(r.candidate)}")
+        lines.append(f"    changed    {'; '.join(r.changes)}")
+    if report.skipped:
+        lines += ["", f"skipped ({len(report.skipped)})"]
+        lines += [f"#{row} {why}" for row, why in report.skipped[:50]]
+        if len(report.skipped) > 50:
+            lines.append(f"... and {len(report.skipped) - 50} more")
+    return "\n".join(lines)
+
+
+def _outcome(o: Outcome) -> str:
+    return f"{o.intent} ({o.source}); selected {', '.join(o.selected) or 'nothing'}; {o.tokens} tokens"
