@@ -192,7 +192,7 @@ def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any
         raise InputError(f"{source}: not valid CSV near data row {reader.line_num} ({e})") from e
 
 
-def _labels(value: Any, known: Sequence[str], what: str) -> tuple[str, ...] | None:
+def _labels(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -202,7 +202,7 @@ def _labels(value: Any, known: Sequence[str], what: str) -> tuple[str, ...] | No
         raise ValueError(f"{what}: expected a list of names")
     unknown = [v for v in value if v not in known]
     if unknown:
-        raise ValueError(f"{what}: unknown {what.rstrip('s')} {unknown[0]!r}")
+        raise ValueError(f"{what}: unknown {kind} {unknown[0]!r}")
     return tuple(value)
 
 
@@ -233,8 +233,8 @@ def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Que
         row=row, question=q.strip(), athlete=_text(record, "athlete"),
         scope="auto" if labels_scope or scope is None else scope,
         tier=_text(record, "tier"),
-        intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents"),
-        needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs"),
+        intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents", "intent"),
+        needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs", "fragment"),
         expected_scope=scope if labels_scope and scope != "auto" else None,
     )
 

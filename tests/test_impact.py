@@ -78,13 +78,14 @@ class TestReading:
         text = ("Question,athlete,intents,needs\n"
                 "Should I train through this pain?,maya,training;injury,readiness_training readiness_injury\n"
                 "thanks!,,general,\n"
-                "What about my knee?,tom,injuri,\n")
+                "What about my knee?,tom,injuri,\n"
+                "And my hip?,tom,injury,readiness_hip\n")
         qs = parse_questions(text, "csv", "log.csv")
         assert [(q.question, q.athlete, q.intents, q.needs) for q in qs.questions] == [
             ("Should I train through this pain?", "maya", ("training", "injury"),
              ("readiness_training", "readiness_injury")),
             ("thanks!", None, ("general",), ())]
-        assert qs.skipped == ((3, "intents: unknown intent 'injuri'"),)
+        assert qs.skipped == ((3, "intents: unknown intent 'injuri'"), (4, "needs: unknown fragment 'readiness_hip'"))
 
     @pytest.mark.parametrize(("name", "text", "match"), [
         ("log.csv", "text,athlete\nhello,maya\n", r"^log\.csv: no `question` \(or `q`\) column; the header has: text, athlete$"),
