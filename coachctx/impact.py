@@ -43,21 +43,10 @@ from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.plan import WITHHOLDING, Plan
 from coachctx.policy import INTENTS, Policy
 from coachctx.prompt import build_prompt, system_block
-from coachctx.routing import (
-    Scores,
-    TermMatcher,
-    _clinical_matcher,  # the exact tables routing compiled: impact must match as routing does
-    _scope_matcher,
-    clinical_terms_in,
-    contenders_of,
-    infer_scope,
-    is_confident,
-    route,
-    vocabulary_matcher,
-)
+from coachctx.routing import clinical_terms_in, infer_scope, route
 from coachctx.selection import lookup
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
-from coachctx.text import stem, tokenise
+from coachctx.text import Tokens, tokenise
 from coachctx.tokens import count_messages
 
 DEFAULT_ATHLETE: Final = "maya"
@@ -67,8 +56,6 @@ MAX_QUESTIONS: Final = 1_000_000
 MAX_FILE_BYTES: Final = 512 * 1024 * 1024
 FORMATS: Final = {".yaml": "yaml", ".yml": "yaml", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 _MEMO_LIMIT: Final = 20_000
-VERIFY_FIRST: Final = 200
-"""Questions per run on which the fast matching is checked against routing itself."""
 
 Progress = Callable[[int, int], None]
 """Called as `progress(done, total)` about a hundred times during a run, and at the end."""
@@ -298,89 +285,6 @@ class Bundles:
         return self._athletes[athlete]
 
 
-class _Memo:
-    """One question's words stemmed per algorithm, and what each matcher found in it: shared by
-    both policies, so a part the two policies have in common is matched once."""
-
-    def __init__(self, question: str) -> None:
-        self.tokens = tokenise(question)
-        self.stems: dict[str, list[str]] = {}
-        self.found: dict[str, list[Any]] = {}
-        self.word_firsts = frozenset(w[0] for w in self.tokens.words)
-
-    def stemmed(self, algorithm: str) -> list[str]:
-        out = self.stems.get(algorithm)
-        if out is None:
-            words = self.tokens.words
-            out = self.stems[algorithm] = list(words) if algorithm == "prefix" else [stem(w, algorithm)
-                                                                                    for w in words]
-        return out
-
-
-class _FastFind:
-    """`TermMatcher.find` over the very tables `TermMatcher.compile` built, returning the same
-    terms in the same order, but skipping what cannot match: a position whose stem starts no
-    phrase, unspaced keys when the question has no Han/Kana, prefix keys whose first letter
-    starts no word. On a multilingual vocabulary this is ~10x faster; it belongs in routing."""
-
-    def __init__(self, matcher: TermMatcher, name: str) -> None:
-        self.m = matcher
-        self.key = name
-        self.firsts = {a: frozenset(p[0] for p in phrases) for a, phrases in matcher.stemmed.items()}
-        self.spaced = tuple((k, e) for k, e in matcher.substrings if " " in k)
-        self.prefixes: dict[str, list[tuple[int, str, Any]]] = {}
-        for i, (key, entry) in enumerate(matcher.prefixes):
-            self.prefixes.setdefault(key[0], []).append((i, key, entry))
-
-    def find(self, memo: _Memo) -> list[Any]:
-        found: dict[tuple[str, str], Any] = {}
-        longest = self.m.longest_phrase
-        for algorithm, phrases in self.m.stemmed.items():
-            firsts = self.firsts[algorithm]
-            stems = memo.stemmed(algorithm)
-            size = len(stems)
-            for i in range(size):
-                if stems[i] not in firsts:
-                    continue
-                for n in range(1, min(longest, size - i) + 1):
-                    for entry in phrases.get(tuple(stems[i : i + n]), ()):
-                        found.setdefault((entry.label, entry.term), entry)
-        tokens = memo.tokens
-        if tokens.unspaced or tokens.text:
-            haystack = tokens.unspaced or ""
-            for key, entry in self.m.substrings if haystack else self.spaced:
-                if key in haystack or (" " in key and key in tokens.text):
-                    found.setdefault((entry.label, entry.term), entry)
-        candidates = [c for first in memo.word_firsts & self.prefixes.keys() for c in self.prefixes[first]]
-        for _, key, entry in sorted(candidates, key=lambda c: c[0]):
-            if any(w.startswith(key) for w in tokens.words):
-                found.setdefault((entry.label, entry.term), entry)
-        return list(found.values())
-
-
-def _fingerprint(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-class _Matchers:
-    """A policy's three matchers, each named by the content it was compiled from, so two
-    policies with the same vocabulary share their results for a question."""
-
-    def __init__(self, policy: Policy) -> None:
-        dump = policy.model_dump(mode="json")
-        self.vocabulary = _FastFind(vocabulary_matcher(policy), "v" + _fingerprint(dump["vocabulary"]))
-        self.clinical = _FastFind(_clinical_matcher(policy), "c" + _fingerprint(dump["clinical_terms"]))
-        self.scopes = _FastFind(_scope_matcher(policy),
-                                "s" + _fingerprint({k: v["terms"] for k, v in dump["scopes"].items()}))
-
-    @staticmethod
-    def run(finder: _FastFind, memo: _Memo) -> list[Any]:
-        found = memo.found.get(finder.key)
-        if found is None:
-            found = memo.found[finder.key] = finder.find(memo)
-        return found
-
-
 @dataclass(frozen=True)
 class _Routed:
     intent: str
@@ -397,19 +301,14 @@ class PolicyRunner:
     def __init__(self, policy: Policy, bundles: Bundles) -> None:
         self.policy = policy
         self.bundles = bundles
-        self.matchers: _Matchers = policy.derived("impact:matchers", _Matchers)
         self._plans: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
         self._systems: dict[tuple[Any, ...], str] = {}
-        self.exact = False
-        """True once the fast matching disagreed with routing: from then on routing decides."""
-        self.note: str | None = None
-        self._checked = 0
 
-    def decide(self, q: Question, memo: _Memo, athlete: str, tier: str) -> Outcome:
+    def decide(self, q: Question, tokens: Tokens, athlete: str, tier: str) -> Outcome:
         """Raises KeyError for a tier the policy does not define, InputError for an unknown athlete."""
         spend = self.policy.tiers[tier]
         a = self.bundles.get(athlete)
-        r = self._route(q, memo)
+        r = self._route(q, tokens)
         plan_key = (athlete, spend, r.scope, r.intent, r.contenders)
         planned = self._plans.get(plan_key)
         if planned is None:
@@ -427,54 +326,11 @@ class PolicyRunner:
         return Outcome(r.intent, r.source, r.contenders, r.scope, selected, withheld,
                        build_prompt_tokens(system, q.question))
 
-    def _route(self, q: Question, memo: _Memo) -> _Routed:
-        """The fast route, checked against routing itself on the first questions of a run; on
-        any difference routing decides the rest of the run (slower), and `note` says why."""
-        if self.exact:
-            return self._route_exact(q, memo)
-        fast = self._route_fast(q, memo)
-        if self._checked < VERIFY_FIRST:
-            self._checked += 1
-            exact = self._route_exact(q, memo)
-            if exact != fast:
-                self.exact = True
-                self.note = (f"fast matching disagreed with routing on {q.question!r} ({fast} vs {exact}); "
-                             "routing decided every question instead (correct, slower)")
-                return exact
-        return fast
-
-    def _route_exact(self, q: Question, memo: _Memo) -> _Routed:
-        r = route(memo.tokens, self.policy, None)
-        scope = infer_scope(memo.tokens, self.policy)[0] if q.scope == "auto" else q.scope
-        return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(memo.tokens, self.policy)))
-
-    def _route_fast(self, q: Question, memo: _Memo) -> _Routed:
-        """`routing.route` with no classifier, `infer_scope` and `clinical_terms_in`, from the
-        fast matchers' findings (same terms, same order, so the same sums)."""
-        m = self.matchers
-        scores = {name: 0.0 for name in INTENTS}
-        for entry in m.run(m.vocabulary, memo):
-            scores[entry.label] = round(scores[entry.label] + entry.weight, 6)
-        ranked = Scores(scores=scores, matched={}, scripts=())
-        threshold, margin = self.policy.routing.confident_threshold, self.policy.routing.margin
-        top, top_score = ranked.top
-        _, runner_score = ranked.runner_up
-        contenders: tuple[str, ...]
-        if top is not None and is_confident(top_score, runner_score, threshold, margin):
-            intent, source, contenders = top, "rules", (top,)
-        else:
-            intent = top if top is not None else "general"
-            source, contenders = "fallback", tuple(contenders_of(ranked, margin) or [intent])
-        if q.scope != "auto":
-            scope: str | None = q.scope
-        else:
-            by_scope: dict[str, int] = {}
-            for entry in m.run(m.scopes, memo):
-                by_scope[entry.label] = by_scope.get(entry.label, 0) + 1
-            order = ("today", "week", "months")
-            scope = max(by_scope, key=lambda s: (by_scope[s], -order.index(s))) if by_scope else None
-        clinical = tuple(t.term for t in m.run(m.clinical, memo))
-        return _Routed(intent, source, contenders, scope, clinical)
+    def _route(self, q: Question, tokens: Tokens) -> _Routed:
+        """`select()`'s routing without a classifier, its scope and its clinical terms."""
+        r = route(tokens, self.policy, None)
+        scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
+        return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)))
 
     def _plan(self, a: _Athlete, spend: int, r: _Routed) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
         plan: Plan = lookup(self.policy, r.intent, r.contenders)
@@ -683,7 +539,7 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
     skipped = list(questions.skipped) if isinstance(questions, QuestionSet) else []
     bundles = Bundles(upstream, cost_mode)
     runners = (PolicyRunner(base, bundles), PolicyRunner(candidate, bundles))
-    memos: dict[str, _Memo] = {}
+    memos: dict[str, Tokens] = {}
     rows: list[RowImpact] = []
     total = len(qs)
     step = max(1, -(-total // 100))  # at most ~100 calls
@@ -694,13 +550,13 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
         if no_tier:
             skipped.append((q.row, f"unknown tier {tier!r} in {' and '.join(no_tier)}"))
         else:
-            memo = memos.get(q.question)
-            if memo is None:
+            tokens = memos.get(q.question)
+            if tokens is None:
                 if len(memos) >= _MEMO_LIMIT:
                     memos.clear()
-                memo = memos[q.question] = _Memo(q.question)
+                tokens = memos[q.question] = tokenise(q.question)
             try:
-                a, b = (r.decide(q, memo, athlete, tier) for r in runners)
+                a, b = (r.decide(q, tokens, athlete, tier) for r in runners)
             except InputError as e:
                 skipped.append((q.row, str(e)))
             else:
@@ -710,9 +566,7 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
     return ImpactReport(source=questions.source if isinstance(questions, QuestionSet) else "<questions>",
                         base_name=base_name, candidate_name=candidate_name, base_digest=base.digest,
                         candidate_digest=candidate.digest, rows=tuple(rows),
-                        skipped=tuple(sorted(skipped)), seconds=time.perf_counter() - started,
-                        notes=tuple(f"{name}: {r.note}" for name, r in zip(("base", "candidate"), runners,
-                                                                           strict=True) if r.note))
+                        skipped=tuple(sorted(skipped)), seconds=time.perf_counter() - started)
 
 
 # --- text --------------------------------------------------------------------------------------

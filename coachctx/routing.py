@@ -7,14 +7,16 @@ function of the question. `route` makes the one decision: rules, model or fallba
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from coachctx.policy import INTENTS, LANGUAGES, Policy
-from coachctx.text import Tokens, stem, stem_variants, tokenise
+from coachctx.text import Tokens, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
 
@@ -45,6 +47,13 @@ class TermMatcher:
     """(Hangul term, term): a question word matches when it starts with the term."""
     prefix_index: Mapping[str, tuple[_Term, ...]]
     longest_phrase: int
+    firsts: Mapping[str, frozenset[str]]
+    """algorithm -> every stem that starts a phrase: other positions are skipped at once."""
+    spaced_substrings: tuple[tuple[str, _Term], ...]
+    """Substring keys holding a space: the only ones worth trying on a question without Han/Kana."""
+    longest_prefix: int
+    fingerprint: str
+    """Content hash of the compiled table: equal tables share their results on one question."""
 
     @classmethod
     def compile(cls, table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
@@ -76,37 +85,50 @@ class TermMatcher:
                             elif bucket[same[0]].weight < entry.weight:
                                 bucket[same[0]] = entry
                             longest = max(longest, len(phrase))
+        compiled = {a: {p: tuple(ts) for p, ts in d.items()} for a, d in stemmed.items()}
         return cls(
-            stemmed={a: {p: tuple(ts) for p, ts in d.items()} for a, d in stemmed.items()},
+            stemmed=compiled,
             substrings=tuple(substrings),
             prefixes=tuple(prefixes),
             prefix_index={k: tuple(e for p, e in prefixes if p == k) for k in dict.fromkeys(p for p, _ in prefixes)},
             longest_phrase=longest,
+            firsts={a: frozenset(p[0] for p in phrases) for a, phrases in compiled.items()},
+            spaced_substrings=tuple((k, e) for k, e in substrings if " " in k),
+            longest_prefix=max((len(p) for p, _ in prefixes), default=0),
+            fingerprint=hashlib.sha256(json.dumps(table, sort_keys=True, ensure_ascii=False,
+                                                  default=str).encode()).hexdigest(),
         )
 
     def find(self, tokens: Tokens) -> list[_Term]:
         """Every distinct term found in the question, in vocabulary order per kind of match."""
+        key = ("found", self.fingerprint)
+        cached = tokens.memo.get(key)
+        if cached is None:
+            cached = tokens.memo[key] = self._find(tokens)
+        return list(cached)  # type: ignore[call-overload]
+
+    def _find(self, tokens: Tokens) -> list[_Term]:
         found: dict[tuple[str, str], _Term] = {}
         words = tokens.words
         for algorithm, phrases in self.stemmed.items():
-            stems = [w if algorithm == "prefix" else stem(w, algorithm) for w in words]
-            for i in range(len(stems)):
+            firsts = self.firsts[algorithm]
+            stems = list(words) if algorithm == "prefix" else tokens.stems(algorithm)
+            for i, first in enumerate(stems):
+                if first not in firsts:
+                    continue
                 for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
                     for entry in phrases.get(tuple(stems[i : i + n]), ()):
                         found.setdefault((entry.label, entry.term), entry)
-        if tokens.unspaced or tokens.text:
-            haystack = tokens.unspaced or ""
-            for key, entry in self.substrings:
-                if key in haystack or (" " in key and key in tokens.text):
-                    found.setdefault((entry.label, entry.term), entry)
+        haystack = tokens.unspaced
+        for key, entry in self.substrings if haystack else self.spaced_substrings:
+            if key in haystack or (" " in key and key in tokens.text):
+                found.setdefault((entry.label, entry.term), entry)
         if self.prefix_index:
-            longest = max(len(k) for k in self.prefix_index)
             for w in words:
-                for k in range(1, min(len(w), longest) + 1):
+                for k in range(1, min(len(w), self.longest_prefix) + 1):
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
         return list(found.values())
-
 
 
 def vocabulary_matcher(policy: Policy) -> TermMatcher:
@@ -285,17 +307,19 @@ def _short(text: str | None) -> str:
 CLINICAL_LABEL: Final = "clinical"
 
 
-def _clinical_matcher(policy: Policy) -> TermMatcher:
+def clinical_matcher(policy: Policy) -> TermMatcher:
+    """The policy's clinical terms, compiled once."""
     return policy.derived("clinical", lambda p: TermMatcher.compile(
         {CLINICAL_LABEL: {lang: dict.fromkeys(terms, 1.0) for lang, terms in p.clinical_terms.items()}}))
 
 
 def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
     tokens = question if isinstance(question, Tokens) else tokenise(question)
-    return [t.term for t in _clinical_matcher(policy).find(tokens)]
+    return [t.term for t in clinical_matcher(policy).find(tokens)]
 
 
-def _scope_matcher(policy: Policy) -> TermMatcher:
+def scope_matcher(policy: Policy) -> TermMatcher:
+    """The policy's scope vocabulary, compiled once."""
     return policy.derived("scopes", lambda p: TermMatcher.compile(
         {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in scope.terms.items()}
          for name, scope in p.scopes.items()}))
@@ -305,7 +329,7 @@ def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, lis
     """The horizon the question implies and the words that imply it. With several, the one
     with most matched terms wins; a tie goes to the shorter horizon (today < week < months)."""
     tokens = question if isinstance(question, Tokens) else tokenise(question)
-    found = _scope_matcher(policy).find(tokens)
+    found = scope_matcher(policy).find(tokens)
     if not found:
         return None, []
     by_scope: dict[str, list[str]] = {}

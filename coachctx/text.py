@@ -8,7 +8,7 @@ Korean particles attach to the end of a word.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
@@ -78,6 +78,16 @@ class Tokens:
     """Scripts seen, in order of first appearance (Common excluded)."""
     raw: str = ""
     """The question as written, for the model (which reads case and punctuation)."""
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    """Per-question results (stems per algorithm, terms per matcher), so two policies or three
+    matchers reading one question do the work once."""
+
+    def stems(self, algorithm: str) -> list[str]:
+        key = ("stems", algorithm)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = [stem(w, algorithm) for w in self.words]
+        return found  # type: ignore[return-value]
 
 
 def tokenise(question: str) -> Tokens:
