@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any, NoReturn
 from coachctx import cli_store
 from coachctx.classifier import classifier_from_env
 from coachctx.decision import Decision
-from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.errors import CoachctxError, InputError
 from coachctx.lint import lint_policy
 from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
 from coachctx.policy import DEFAULT_POLICY_PATH, Policy, load_policy
@@ -187,15 +188,19 @@ COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_ch
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
-    except PolicyError as e:
-        print(f"coachctx: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the try, not at interpreter exit
+        return code
     except CoachctxError as e:
         print(f"coachctx: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (`coachctx ... | head`): not an error, and nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as e:
-        print(f"coachctx: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"coachctx: {where}{e.strerror or e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -360,3 +360,20 @@ class TestCheckPolicyAndAthletes:
         lines = out.strip().splitlines()
         assert [line.split()[0] for line in lines] == ATHLETES
         assert "Readiness service unreachable" in lines[ATHLETES.index("omar")]
+
+
+class TestClosedPipe:
+    def test_a_reader_that_stops_early_gets_no_traceback(self, tmp_path: Path) -> None:
+        log = tmp_path / "log.jsonl"
+        log.write_text("".join(json.dumps({"question": f"How hard should session {i} be today?"}) + "\n"
+                               for i in range(400)), encoding="utf-8")
+        policy = str(ROOT / "policy" / "default.yaml")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "coachctx.cli", "impact", str(log), "--base", policy, "--candidate", policy,
+             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(16)
+        proc.stdout.close()  # like `| head -c 16`, long before the ~500 kB of JSON are written
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0
+        assert "Traceback" not in stderr and "Broken pipe" not in stderr
