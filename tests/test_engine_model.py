@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from engine_support import PAIN, ChatBehaviour, ChatServer
+from engine_support import PAIN
+from openai_server import ChatBehaviour, ChatServer
 
 from coachctx.classifier import DEFAULT_MODEL, OpenAIClassifier, classifier_from_env
 from coachctx.decision import Decision

@@ -8,16 +8,15 @@ answer. Routing falls back with the typed reason and the pipeline still decides.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from openai_server import ChatBehaviour, ChatServer
 
 from coachctx.classifier import OpenAIClassifier
-from coachctx.decision import ROUTE_CONFIDENCE
+from coachctx.decision import ROUTE_CONFIDENCE, Decision
 from coachctx.pipeline import select
 from coachctx.policy import INTENTS, Policy
 from coachctx.routing import route
@@ -38,72 +37,45 @@ def completion(content: str | None) -> dict[str, Any]:
     }
 
 
-class FakeModel(BaseHTTPRequestHandler):
-    """Answers POST /v1/chat/completions according to the class-level `mode`."""
-
-    mode: ClassVar[str] = "label:injury"
-    requests: ClassVar[list[dict[str, Any]]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        request = json.loads(self.rfile.read(length) or b"{}")
-        type(self).requests.append({"path": self.path, "body": request})
-        mode = type(self).mode
-        try:
-            if mode == "stall":
-                time.sleep(SERVER_STALL_S)
-                self._send(200, json.dumps(completion("injury")).encode())
-            elif mode == "500":
-                self._send(500, b'{"error": {"message": "upstream exploded", "type": "server_error"}}')
-            elif mode == "non_json":
-                self._send(200, b"<html><body>gateway says hi</body></html>", "text/html")
-            elif mode == "broken_json":
-                self._send(200, b'{"choices": [', "application/json")
-            elif mode == "no_choices":
-                self._send(200, json.dumps({**completion(None), "choices": []}).encode())
-            elif mode.startswith("label:"):
-                self._send(200, json.dumps(completion(mode.removeprefix("label:"))).encode())
-            elif mode == "null_content":
-                self._send(200, json.dumps(completion(None)).encode())
-            else:
-                raise AssertionError(mode)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up first: that is the point
-            pass
+def behaviour(mode: str) -> ChatBehaviour:
+    """The server's behaviour for a test's mode name."""
+    if mode.startswith("label:"):
+        return ChatBehaviour(content=mode.removeprefix("label:"))
+    return {
+        "stall": ChatBehaviour(delay_s=SERVER_STALL_S),
+        "500": ChatBehaviour(status=500),
+        "non_json": ChatBehaviour(raw_body=b"<html><body>gateway says hi</body></html>", content_type="text/html"),
+        "broken_json": ChatBehaviour(raw_body=b'{"choices": ['),
+        "no_choices": ChatBehaviour(raw_body=json.dumps({**completion(None), "choices": []}).encode()),
+        "null_content": ChatBehaviour(content=None),
+    }[mode]
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+def server() -> Iterator[ChatServer]:
+    chat = ChatServer().start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        yield chat
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        chat.stop()
 
 
 @pytest.fixture
-def classifier(server: str) -> Iterator[OpenAIClassifier]:
-    FakeModel.requests.clear()
-    yield OpenAIClassifier(api_key="sk-test", base_url=server, model="test-model", timeout_s=MODEL_TIMEOUT_S)
-    FakeModel.mode = "label:injury"
+def classifier(server: ChatServer) -> Iterator[OpenAIClassifier]:
+    server.requests.clear()
+    server.behaviour = behaviour("label:injury")
+    yield OpenAIClassifier(api_key="sk-test", base_url=server.base_url, model="test-model",
+                           timeout_s=MODEL_TIMEOUT_S)
 
 
-def ask(mode: str, classifier: OpenAIClassifier, policy: Policy, maya: Bundle) -> Any:
-    FakeModel.mode = mode
-    return select(UNSURE, maya, policy, classifier=classifier)
+@pytest.fixture
+def ask(server: ChatServer, classifier: OpenAIClassifier, policy: Policy,
+        maya: Bundle) -> Callable[[str], Decision]:
+    def decide(mode: str) -> Decision:
+        server.behaviour = behaviour(mode)
+        return select(UNSURE, maya, policy, classifier=classifier)
+
+    return decide
 
 
 class TestModelAnswers:
@@ -113,23 +85,22 @@ class TestModelAnswers:
         assert decided.fallback_reason == "no_model_configured"
 
     @pytest.mark.timeout(10)
-    def test_a_good_label_is_used(self, classifier: OpenAIClassifier, policy: Policy, maya: Bundle) -> None:
-        decision = ask("label:injury", classifier, policy, maya)
+    def test_a_good_label_is_used(self, ask: Callable[[str], Decision], server: ChatServer) -> None:
+        decision = ask("label:injury")
         assert decision.intent["source"] == "model"
         assert decision.intent["name"] == "injury"
         assert decision.intent["model"]["label"] == "injury"
         assert decision.intent["fallback_reason"] is None
         assert decision.confidence == round(decision.coverage * ROUTE_CONFIDENCE["model"], 4)
-        sent = FakeModel.requests[-1]
+        sent = server.requests[-1]
         assert sent["path"] == "/v1/chat/completions"
         assert sent["body"]["messages"][-1]["content"] == UNSURE  # the model reads the question as written
         assert all(i in sent["body"]["messages"][0]["content"] for i in INTENTS)
 
     @pytest.mark.timeout(10)
     @pytest.mark.parametrize("mode", ["label:Injury.", "label: `training`", 'label:{"intent": "injury"}'])
-    def test_labels_in_a_little_noise_are_accepted(self, mode: str, classifier: OpenAIClassifier,
-                                                  policy: Policy, maya: Bundle) -> None:
-        assert ask(mode, classifier, policy, maya).intent["source"] == "model"
+    def test_labels_in_a_little_noise_are_accepted(self, mode: str, ask: Callable[[str], Decision]) -> None:
+        assert ask(mode).intent["source"] == "model"
 
 
 class TestModelFaults:
@@ -147,9 +118,9 @@ class TestModelFaults:
     ], ids=["timeout", "http_500", "non_json", "broken_json", "non_intent_label", "two_labels", "empty_answer",
             "null_content", "no_choices"])
     def test_falls_back_with_a_typed_reason(self, mode: str, reason: str, says: str,
-                                            classifier: OpenAIClassifier, policy: Policy, maya: Bundle) -> None:
+                                            ask: Callable[[str], Decision], policy: Policy) -> None:
         started = time.perf_counter()
-        decision = ask(mode, classifier, policy, maya)
+        decision = ask(mode)
         elapsed = time.perf_counter() - started
         intent = decision.intent
         assert intent["source"] == "fallback"
@@ -180,9 +151,9 @@ class TestModelFaults:
         assert decision.intent["source"] == "fallback"
 
     @pytest.mark.timeout(10)
-    def test_a_confident_question_never_calls_the_model(self, classifier: OpenAIClassifier, policy: Policy,
-                                                        maya: Bundle) -> None:
-        FakeModel.mode = "500"
+    def test_a_confident_question_never_calls_the_model(self, server: ChatServer, classifier: OpenAIClassifier,
+                                                        policy: Policy, maya: Bundle) -> None:
+        server.behaviour = behaviour("500")
         decision = select("How much protein per day?", maya, policy, classifier=classifier)
         assert decision.intent["source"] == "rules"
-        assert FakeModel.requests == []
+        assert server.requests == []

@@ -1,0 +1,98 @@
+"""One local OpenAI-compatible server for every test that talks to a model: POST
+/v1/chat/completions on 127.0.0.1 (a free port, a daemon thread), answering as its `behaviour`
+says. Tests drive the real OpenAI SDK against it; nothing leaves the machine."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class ChatBehaviour:
+    """What the server does with the next requests: answer `content`, fail with `status`, wait
+    `delay_s` first, or send `raw_body` as is."""
+
+    content: str | None = "injury"
+    status: int = 200
+    delay_s: float = 0.0
+    raw_body: bytes | None = None
+    content_type: str = "application/json"
+
+
+class _ChatHandler(BaseHTTPRequestHandler):
+    server: ChatServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {"unparsed": raw.decode("utf-8", "replace")}
+        self.server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+        b = self.server.behaviour
+        if b.delay_s and self.server.release.wait(b.delay_s):
+            return  # the test is over; the client gave up long ago
+        if b.raw_body is not None:
+            out = b.raw_body
+        elif b.status != 200:
+            out = json.dumps({"error": {"message": "simulated failure", "type": "server_error"}}).encode()
+        elif self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode(), "application/json")
+            return
+        else:
+            out = json.dumps({
+                "id": "chatcmpl-test", "object": "chat.completion", "created": 1_764_000_000,
+                "model": body.get("model", "?"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": b.content}}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51},
+            }).encode()
+        self._send(b.status, out, b.content_type)
+
+    def _send(self, status: int, out: bytes, content_type: str) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class ChatServer(ThreadingHTTPServer):
+    """POST /v1/chat/completions on 127.0.0.1, a free port, in a daemon thread."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ChatHandler)
+        self.requests: list[dict[str, Any]] = []
+        self.behaviour = ChatBehaviour()
+        self.release = threading.Event()
+        self._thread = threading.Thread(target=self.serve_forever, name="fake-openai", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def start(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.release.set()
+        self.shutdown()
+        self.server_close()
+        self._thread.join(timeout=5)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a client that timed out closes its socket; that is the point of the test
