@@ -1,5 +1,6 @@
 """coachctx policy playground: try a question against a sample athlete, see every step of the
-decision, edit the policy in the browser, export it, share a view, reproduce a trace.
+decision, edit the policy in the browser (with lint), save it as a version, compare and revert
+versions, see what a change does to a few hundred logged questions, share a view, reproduce a trace.
 
 The page renders a `Decision`; it decides nothing itself. Run it with `make run`.
 Each tab is one function taking the same `Context`; add a tab by adding it to `TABS`.
@@ -10,24 +11,47 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pandas as pd
 import streamlit as st
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 from coachctx import playground as pg
 from coachctx.classifier import OpenAIClassifier
 from coachctx.decision import Decision
 from coachctx.errors import CoachctxError, PolicyError, TraceError
 from coachctx.fragments import FRAGMENT_NAMES
+from coachctx.impact import ImpactReport, QuestionSet, read_questions, run_impact
+from coachctx.lint import Finding, errors, lint_policy
 from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS, select
 from coachctx.policy import DEFAULT_POLICY_PATH, INTENTS, SCOPES, Policy, parse_policy, read_policy_text
+from coachctx.policy_diff import diff_policies
 from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
+from coachctx.store import (
+    MAX_AUTHOR_CHARS,
+    MAX_MESSAGE_CHARS,
+    STORE_ENV,
+    Label,
+    PolicyStore,
+    StaleSaveError,
+    Version,
+    based_on,
+    default_store_url,
+)
 from coachctx.trace import MAX_TRACE_BYTES, parse_trace, replay
 
 CHECKED_IN = "policy/default.yaml"
+SAMPLE_LOG = Path(__file__).resolve().parent / "sample_logs" / "questions.jsonl"
+HISTORY_LIMIT = 500
+NO_LABEL = "(no label)"
+T = TypeVar("T")
+CHECKED_IN_CHOICE, DRAFT_CHOICE = "@checked-in", "@draft"
 CONFIG_HELP = (
     "Reply generation needs an OpenAI-compatible endpoint. Configure one of: the environment variables "
     "`OPENAI_API_KEY` (and optionally `OPENAI_BASE_URL` for another compatible server, `COACHCTX_MODEL` for "
@@ -63,11 +87,34 @@ def classifier_for(_config: pg.ModelConfig, cache_key: tuple[str, ...]) -> OpenA
 
 @st.cache_data(max_entries=256, show_spinner="Deciding…")
 def decide(question: str, athlete: str, scope: str, tier: str, budget: int | None, cost_mode: str,
-           _policy: Policy, digest: str, _config: pg.ModelConfig | None, model_key: tuple[str, ...]) -> Decision:
-    """Cached per inputs, policy digest and model configuration, so a model is asked once."""
+           _policy: Policy, digest: str, source: str, version: str | None,
+           _config: pg.ModelConfig | None, model_key: tuple[str, ...]) -> Decision:
+    """Cached per inputs, policy digest and origin and model configuration, so a model is asked once."""
     classifier = classifier_for(_config, model_key) if _config is not None else None
     return select(question, bundle_for(athlete), _policy, scope=scope, tier=tier, budget=budget,
-                  cost_mode=cost_mode, classifier=classifier, policy_source="playground draft")  # type: ignore[arg-type]
+                  cost_mode=cost_mode, classifier=classifier, policy_source=source,  # type: ignore[arg-type]
+                  policy_version=version)
+
+
+@st.cache_resource(max_entries=4)
+def open_store(url: str) -> PolicyStore:
+    """One store (connection pool) per URL, shared by every session: saves from any of them,
+    or from the CLI, are read back on each rerun."""
+    return PolicyStore(url)
+
+
+@st.cache_resource(max_entries=4)
+def sample_questions(path: str, mtime: float) -> QuestionSet:
+    return read_questions(path)
+
+
+@st.cache_resource(max_entries=4)
+def uploaded_questions(data: bytes, name: str) -> QuestionSet:
+    return pg.parse_question_upload(data, name)
+
+
+def lint_of(policy: Policy) -> list[Finding]:
+    return policy.derived("playground:lint", lint_policy)
 
 
 def checked_in_text() -> str:
@@ -102,6 +149,35 @@ class Policies:
 
 
 @dataclass(frozen=True)
+class StoreView:
+    """The policy store as this run read it: versions (newest first) and labels, or why the
+    store cannot be used (then the rest of the page works without it)."""
+
+    url: str
+    store: PolicyStore | None
+    error: str | None
+    versions: tuple[Version, ...] = ()
+    labels: Mapping[str, Label] | None = None
+
+    @property
+    def label_map(self) -> Mapping[str, Label]:
+        return self.labels or {}
+
+    @cached_property
+    def _by_number(self) -> dict[int, Version]:
+        return {v.number: v for v in self.versions}
+
+    def version(self, number: int) -> Version | None:
+        found = self._by_number.get(number)
+        if found is None and self.store is not None:  # older than the history the page read
+            try:
+                found = self.store.get(number)
+            except CoachctxError:
+                return None
+        return found
+
+
+@dataclass(frozen=True)
 class Context:
     """What every tab gets."""
 
@@ -110,12 +186,16 @@ class Context:
     policies: Policies
     model: pg.ModelConfig | None
     view: pg.ViewState
+    store: StoreView
+    origin: pg.PolicyOrigin
 
 
 def init_state(base_text: str, base: Policy) -> None:
     ss = st.session_state
     ss.setdefault("policy_yaml", base_text)
     ss.setdefault("working_yaml", base_text)
+    ss.setdefault("draft_base", None)  # the stored version the draft was loaded from or last saved as
+    ss.setdefault("author", os.environ.get("COACHCTX_AUTHOR", ""))
     if "url_loaded" in ss:
         return
     ss["url_loaded"] = True
@@ -150,6 +230,39 @@ def load_policies() -> Policies:
     return Policies(checked_in=base, checked_in_text=base_text, working=working, draft=check, draft_text=draft_text)
 
 
+def store_display(url: str) -> str:
+    """The store URL without its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (SQLAlchemyError, ValueError):
+        return "(an unreadable store URL)"
+
+
+def load_store() -> StoreView:
+    """Read versions and labels afresh on every run: another coach (or the CLI) may have saved."""
+    url = default_store_url()
+    try:
+        store = open_store(url)
+        versions = tuple(store.history(limit=HISTORY_LIMIT))
+        labels = store.labels()
+    except CoachctxError as e:
+        return StoreView(url=url, store=None, error=str(e))
+    return StoreView(url=url, store=store, error=None, versions=versions, labels=labels)
+
+
+def origin_of(policies: Policies, sv: StoreView) -> pg.PolicyOrigin:
+    """Where the policy in use came from. A draft that equals a stored version and was based on
+    none (the checked-in policy, saved earlier as version 1) is from then on based on it, so
+    the coach's edits are saved on top of it and a save after another coach's is refused."""
+    ss = st.session_state
+    origin = pg.policy_origin(policies.working.digest, checked_in_digest=policies.checked_in.digest,
+                              checked_in_source=CHECKED_IN, versions=sv.versions, labels=sv.label_map,
+                              base=ss.get("draft_base"))
+    if ss.get("draft_base") is None and origin.version is not None and policies.draft.ok:
+        ss["draft_base"] = int(origin.version)
+    return origin
+
+
 # --- callbacks (they run before the widgets of the next run exist) -----------------------------
 
 
@@ -159,6 +272,7 @@ def use_example(question: str) -> None:
 
 def reset_draft() -> None:
     st.session_state["policy_yaml"] = checked_in_text()
+    st.session_state["draft_base"] = None
     st.session_state.pop("import_status", None)
 
 
@@ -175,7 +289,89 @@ def on_policy_upload() -> None:
                                              pg.problems_of(e, readable))
         return
     st.session_state["policy_yaml"] = text
+    st.session_state["draft_base"] = stored_base(text)
     st.session_state["import_status"] = ("ok", f"Imported {upload.name} (digest {policy.digest}) as the draft.", [])
+
+
+def stored_base(text: str) -> int | None:
+    """The version an exported file says it came from (`coachctx policy show`), if this store has it."""
+    number = based_on(text)
+    if number is None:
+        return None
+    try:
+        open_store(default_store_url()).get(number)
+    except CoachctxError:
+        return None
+    return number
+
+
+# --- version callbacks: the store refuses what would lose work; the message says what to do ----
+
+
+def set_status(kind: str, message: str, detail: dict[str, Any] | None = None) -> None:
+    st.session_state["versions_status"] = {"kind": kind, "message": message, **(detail or {})}
+
+
+def save_draft(url: str) -> None:
+    ss = st.session_state
+    label = ss.get("save_label")
+    label = None if label in (None, NO_LABEL) else str(label)
+    base = ss.get("draft_base")
+    try:
+        version = open_store(url).save(ss["policy_yaml"], message=ss.get("save_message") or "",
+                                       author=ss.get("author") or "", label=label, base=base, source="the draft")
+    except StaleSaveError as e:
+        set_status("stale", str(e), {"label": e.label, "head": e.head, "base": e.base})
+        return
+    except CoachctxError as e:
+        set_status("error", f"Not saved: {e}")
+        return
+    moved = f"; {label} now points at it" if label else " (no label moved)"
+    set_status("ok", f"Saved version {version.number} (digest `{version.digest}`, parent "
+                     f"{version.parent if version.parent is not None else 'none'}){moved}. The draft is now based on "
+                     f"version {version.number}.")
+    ss["draft_base"] = version.number
+    ss["save_message"] = ""
+
+
+def load_into_draft(url: str, number: int) -> None:
+    ss = st.session_state
+    try:
+        version = open_store(url).get(number)
+    except CoachctxError as e:
+        set_status("error", f"Not loaded: {e}")
+        return
+    ss["draft_undo"] = {"text": ss["policy_yaml"], "base": ss.get("draft_base")}
+    ss["policy_yaml"] = version.yaml
+    ss["draft_base"] = number
+    set_status("ok", f"Loaded version {number} into the draft; saving builds on it. The draft you had is kept "
+                     "for one undo.")
+
+
+def undo_load() -> None:
+    ss = st.session_state
+    undo = ss.pop("draft_undo", None)
+    if undo:
+        ss["policy_yaml"], ss["draft_base"] = undo["text"], undo["base"]
+        set_status("ok", "Restored the draft you had before loading a version.")
+
+
+def move_label(url: str, label: str, expected: int | None, widget_key: str) -> None:
+    ss = st.session_state
+    target = ss.get(widget_key)
+    if target is None:
+        return
+    try:
+        open_store(url).set_label(label, int(target), author=ss.get("author") or "", expected=expected)
+    except StaleSaveError as e:
+        set_status("error", f"Not moved: {label} no longer points at version {expected}; someone moved it to "
+                            f"version {e.head} meanwhile. The page now shows where it points; choose again.")
+        return
+    except CoachctxError as e:
+        set_status("error", f"Not moved: {e}")
+        return
+    set_status("ok", f"{label} now points at version {target} (it pointed at {expected}). Saves and label moves "
+                     "are in the label's log below.")
 
 
 def edit_setting(path: tuple[str | int, ...], widget_key: str) -> None:
@@ -269,15 +465,17 @@ def render_inputs(policies: Policies) -> pg.ViewState:
                         policy_digest=policies.working.digest)
 
 
-def render_sidebar(policies: Policies) -> pg.ModelConfig | None:
+def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -> pg.ModelConfig | None:
     ss = st.session_state
     with st.sidebar:
         st.header("Policy in use")
         working = policies.working
-        if working.digest == policies.checked_in.digest:
-            st.markdown(f"Checked-in policy `{CHECKED_IN}` · digest `{working.digest}`")
-        else:
-            st.markdown(f"**Your draft** · digest `{working.digest}`  \n(checked-in is `{policies.checked_in.digest}`)")
+        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · digest `{working.digest}`")
+        if working.digest != policies.checked_in.digest:
+            st.caption(f"The checked-in policy is `{policies.checked_in.digest}`.")
+        live = sv.label_map.get("live")
+        if live is not None and origin.version != str(live.version):
+            st.caption(f"`live` points at version {live.version}; load it in the Versions tab to decide with it.")
         if not policies.draft.ok:
             st.error(f"The draft has {len(policies.draft.problems)} problem(s); the decision uses the last valid "
                      "version. See the Policy editor tab.")
@@ -399,6 +597,16 @@ def tab_decision(ctx: Context) -> None:
     with st.expander("Services for this athlete"):
         st.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
 
+    budget = ctx.view.budget if ctx.view.tier == "custom" else None
+    st.download_button(
+        "Download this decision as a trace", key="download_trace", icon=":material/download:", on_click="ignore",
+        data=pg.decision_trace_json(d, bundle_for(d.athlete), cost_mode=d.tokens["cost_mode"], budget=budget),
+        file_name=f"coachctx-trace-{d.athlete}-{d.policy['digest']}.json", mime="application/json")
+    version = d.policy.get("version")
+    st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
+               f"as `{d.policy['source']}`" + (f", stored version {version}" if version else "")
+               + f" (digest `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
+
 
 def _status_colors(row: pd.Series) -> list[str]:
     color = "background-color: rgba(46, 160, 67, 0.12)" if str(row["status"]).endswith("selected") \
@@ -440,17 +648,32 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
     ss = st.session_state
     decision_id = text_key(json.dumps(d.prompt["messages"], ensure_ascii=False))
     if st.button("Generate reply", key="generate", type="primary"):
-        try:
-            text = st.write_stream(pg.stream_reply(config, d.prompt["messages"]))
-        except CoachctxError as e:
-            st.error(f"No reply: {e}")
-            return
-        ss["reply"] = {"for": decision_id, "text": text if isinstance(text, str) else "".join(map(str, text))}
-    elif ss.get("reply", {}).get("for") == decision_id:
+        pieces: list[str] = []
+        failure: list[str] = []
+
+        def relay() -> Iterator[str]:
+            # keep what arrived: a stream that stalls or breaks part-way still shows its start
+            try:
+                for piece in pg.stream_reply(config, d.prompt["messages"]):
+                    pieces.append(piece)
+                    yield piece
+            except CoachctxError as e:
+                failure.append(str(e))
+
+        st.write_stream(relay())
+        ss["reply"] = {"for": decision_id, "text": "".join(pieces), "error": failure[0] if failure else None}
+    elif ss.get("reply", {}).get("for") == decision_id and ss["reply"]["text"]:
         st.markdown(ss["reply"]["text"])
     reply = ss.get("reply")
     if not reply or reply.get("for") != decision_id:
         return
+    if reply.get("error"):
+        if not reply["text"]:
+            st.error(f"No reply: {reply['error']}")
+            return
+        st.error(f"The reply stopped part-way, after {pg.count_words(reply['text'])} words: {reply['error']}. "
+                 "What arrived is shown above; it is incomplete, so the checks below describe a partial reply. "
+                 "Press Generate reply to try again.", icon=":material/signal_disconnected:")
     report = pg.reply_report(reply["text"], d)
     c1, c2 = st.columns(2)
     c1.metric("Words", f"{report.words} / {report.max_words}",
@@ -475,30 +698,42 @@ def tab_policy(ctx: Context) -> None:
     with text:
         st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
         if p.draft.ok and p.draft.policy is not None:
-            same = p.draft.policy.digest == p.checked_in.digest
-            st.success(f"Valid · digest `{p.draft.policy.digest}`"
-                       + (" · same as the checked-in policy" if same else " · the decision uses this draft"))
+            st.success(f"Valid · digest `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
         else:
             st.error(f"This draft has {len(p.draft.problems)} problem(s), so the decision still uses the last valid "
                      f"policy (digest `{p.working.digest}`). Fix:")
             for problem in p.draft.problems:
                 line = f" (line {problem.line})" if problem.line else ""
                 st.markdown(f"- **{problem.where}**{line}: {problem.message}  \n  `{problem.path or 'document'}`")
+        render_lint(p.draft.policy)
         st.button("Reset the draft to the checked-in policy", on_click=reset_draft, key="reset_draft")
     with form:
         render_policy_form(p.draft_text)
 
-    st.subheader("Draft vs checked-in policy")
+    reference, reference_text, reference_name = p.checked_in, p.checked_in_text, "the checked-in policy"
+    base = st.session_state.get("draft_base")
+    loaded = ctx.store.version(base) if base is not None else None
+    if loaded is not None:
+        try:
+            reference, reference_text = policy_from_text(loaded.yaml), loaded.yaml
+            reference_name = f"version {loaded.number}"
+        except PolicyError:
+            pass  # a version today's code no longer accepts: compare with the checked-in file instead
+    st.subheader(f"Draft vs {reference_name}")
+    st.caption("What the draft changes, per intent, vocabulary, time horizon and threshold. Compare any two "
+               "versions in the Versions tab.")
     if p.draft.policy is None:
         st.caption("The draft does not validate; this is the raw text diff.")
-        diff = pg.unified_diff(p.checked_in_text, p.draft_text)
+        diff = pg.unified_diff(reference_text, p.draft_text, before_name=reference_name)
     else:
-        changes = pg.policy_changes(p.checked_in, p.draft.policy)
-        if changes.empty:
-            st.markdown("No differences: the draft decides exactly like the checked-in policy.")
+        changes = diff_policies(reference, p.draft.policy)
+        if changes.same:
+            st.markdown(f"No differences: the draft decides exactly like {reference_name}.")
         else:
-            st.dataframe(changes, hide_index=True, width="stretch", key="policy_changes")
-        diff = pg.policy_diff(p.checked_in, p.draft.policy)
+            st.markdown(pg.diff_markdown(changes, reference_name, "the draft"))
+            with st.expander("As a table, with each change's place in the YAML"):
+                st.dataframe(pg.diff_frame(changes), hide_index=True, width="stretch", key="policy_changes")
+        diff = pg.yaml_diff(reference, p.draft.policy, before_name=reference_name)
     if diff:
         with st.expander("Line diff"):
             st.code(diff, language="diff")
@@ -521,6 +756,28 @@ def tab_policy(ctx: Context) -> None:
             for problem in problems:
                 line = f" (line {problem.line})" if problem.line else ""
                 st.markdown(f"- **{problem.where}**{line}: {problem.message}")
+
+
+def render_lint(policy: Policy | None) -> None:
+    """Lint findings for a valid draft, beside the editor: errors (the policy works against
+    itself) in red, warnings (a gap worth a look) in amber."""
+    with st.container(key="lint"):
+        if policy is None:
+            st.caption("Lint runs once the draft is valid.")
+            return
+        findings = lint_of(policy)
+        found_errors = errors(findings)
+        warnings = [f for f in findings if f.severity != "error"]
+        if not findings:
+            st.caption(":material/check: Lint: no findings — no conflicting excludes, shared terms, unreachable "
+                       "fragments or weak vocabularies.")
+            return
+        st.markdown(f"**Lint:** {len(found_errors)} error(s), {len(warnings)} warning(s) — the draft is valid and "
+                    "usable; these say where it may work against itself.")
+        for f in found_errors:
+            st.error(f"**Error · {f.code}** at `{f.path}`: {f.message}", icon=":material/error:")
+        for f in warnings:
+            st.warning(f"**Warning · {f.code}** at `{f.path}`: {f.message}", icon=":material/warning:")
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -602,7 +859,8 @@ def tab_trace(ctx: Context) -> None:
         return
     try:
         trace = parse_trace(upload.getvalue(), upload.name)
-        result = replay(trace, ctx.policies.working, policy_source="playground draft")
+        result = replay(trace, ctx.policies.working, policy_source=ctx.origin.source,
+                        policy_version=ctx.origin.version)
     except (TraceError, CoachctxError) as e:
         st.error(f"Cannot reproduce this trace: {e}")
         return
@@ -634,24 +892,377 @@ def tab_trace(ctx: Context) -> None:
         st.json(result.decision.to_json(), expanded=False)
 
 
+# --- versions: save, history, labels, revert, compare ------------------------------------------
+
+
+def choice_options(sv: StoreView, *, labels: bool) -> list[str]:
+    """Policies a coach can pick: the checked-in file, the draft, labels (optional), versions."""
+    out = [CHECKED_IN_CHOICE, DRAFT_CHOICE]
+    if labels:
+        out += [f"label:{name}" for name in sv.label_map]
+    return out + [f"v{v.number}" for v in sv.versions]
+
+
+def choice_title(choice: str, ctx: Context) -> str:
+    if choice == CHECKED_IN_CHOICE:
+        return f"the checked-in policy ({CHECKED_IN})"
+    if choice == DRAFT_CHOICE:
+        return "your draft" + ("" if ctx.policies.draft.ok else " (its last valid state)")
+    if choice.startswith("label:"):
+        name = choice.removeprefix("label:")
+        label = ctx.store.label_map.get(name)
+        return f"label {name} → version {label.version}" if label else f"label {name}"
+    v = ctx.store.version(int(choice[1:]))
+    return pg.version_title(v, ctx.store.label_map) if v is not None else choice
+
+
+def resolve_choice(choice: str, ctx: Context) -> tuple[Policy, str]:
+    """(policy, a short name for it). Raises CoachctxError for a version that cannot be read."""
+    if choice == CHECKED_IN_CHOICE:
+        return ctx.policies.checked_in, "checked-in"
+    if choice == DRAFT_CHOICE:
+        return ctx.policies.working, "draft"
+    if ctx.store.store is None:
+        raise CoachctxError(f"the policy store is not available: {ctx.store.error}")
+    if choice.startswith("label:"):
+        name = choice.removeprefix("label:")
+        version = ctx.store.store.resolve(name)
+        return policy_from_text(version.yaml), f"{name} (v{version.number})"
+    version = ctx.store.store.get(int(choice[1:]))
+    return policy_from_text(version.yaml), f"v{version.number}"
+
+
+def default_index(options: Sequence[T], *preferred: T | None) -> int:
+    for choice in preferred:
+        if choice is not None and choice in options:
+            return options.index(choice)
+    return 0
+
+
+def render_versions_status(ctx: Context) -> None:
+    status = st.session_state.get("versions_status")
+    if not status:
+        return
+    kind, message = status["kind"], status["message"]
+    if kind == "ok":
+        st.success(message, icon=":material/check_circle:")
+    elif kind != "stale":
+        st.error(message, icon=":material/error:")
+    else:
+        st.error(f"**Not saved — another coach saved first.** {message}.  \n**Nothing is lost:** your draft is "
+                 "unchanged on this page, and their version stays where it is. To keep your work as it is, save "
+                 f"it with “{NO_LABEL}” (it becomes a version of its own); to build on theirs, compare below, "
+                 "load their version and redo your change.", icon=":material/group:")
+        head, base = status.get("head"), status.get("base")
+        theirs = ctx.store.version(head) if isinstance(head, int) else None
+        mine = ctx.store.version(base) if isinstance(base, int) else None
+        if theirs is not None and mine is not None:
+            try:
+                changes = diff_policies(policy_from_text(mine.yaml), policy_from_text(theirs.yaml))
+            except PolicyError:
+                return
+            with st.expander(f"What version {theirs.number} ({theirs.author}) changed since your version "
+                             f"{mine.number}", expanded=True):
+                st.markdown(pg.diff_markdown(changes, f"version {mine.number}", f"version {theirs.number}"))
+
+
+def tab_versions(ctx: Context) -> None:
+    sv, ss = ctx.store, st.session_state
+    where = "from `$COACHCTX_STORE`" if os.environ.get(STORE_ENV, "").strip() else \
+        f"the default; set `{STORE_ENV}` to a SQLAlchemy URL (or a SQLite file) that several app instances share"
+    st.markdown(f"**Policy store:** `{store_display(sv.url)}` ({where}).")
+    if sv.store is None:
+        st.error(f"The policy store cannot be used: {sv.error}  \nEverything else on this page works without it; "
+                 "versions, labels and reverts need it.", icon=":material/database:")
+        return
+    base = ss.get("draft_base")
+    st.markdown(f"**The decision uses** {ctx.origin.description} (digest `{ctx.policies.working.digest}`)."
+                + (f" Saving builds on version {base}." if base is not None else
+                   " The draft is not based on a stored version yet."))
+    render_versions_status(ctx)
+    st.columns([1, 2])[0].text_input("Your name (recorded with every save and label move)", key="author",
+                                     max_chars=MAX_AUTHOR_CHARS)
+
+    left, right = st.columns(2, gap="large")
+    with left:
+        render_save(ctx)
+    with right:
+        render_labels(ctx)
+
+    st.subheader("History")
+    if not sv.versions:
+        st.info("No versions yet. Save the draft above to start the history (the checked-in policy is a good "
+                "version 1).")
+    else:
+        st.dataframe(pg.history_frame(sv.versions, sv.label_map), hide_index=True, width="stretch",
+                     key="history_table", column_config={"message": st.column_config.TextColumn(width="large")})
+        if len(sv.versions) >= HISTORY_LIMIT:
+            st.caption(f"The newest {HISTORY_LIMIT} versions; `coachctx policy history` lists them all.")
+        numbers = [v.number for v in sv.versions]
+        c1, c2, c3 = st.columns([3, 1.2, 1.5], vertical_alignment="bottom")
+        chosen = c1.selectbox("Load a version into the draft", numbers, key="load_ref",
+                              index=default_index(numbers, base),
+                              format_func=lambda n: choice_title(f"v{n}", ctx))
+        c2.button("Load into the draft", key="load_go", on_click=load_into_draft, args=(sv.url, chosen),
+                  help="Replaces the draft with this version; saving then builds on it.")
+        if ss.get("draft_undo"):
+            c3.button("Undo: restore the previous draft", key="undo_load", on_click=undo_load)
+
+    st.subheader("Compare two policies")
+    render_compare(ctx)
+
+
+def render_save(ctx: Context) -> None:
+    sv, ss = ctx.store, st.session_state
+    st.subheader("Save the draft as a version")
+    st.text_input("What changed and why", key="save_message", max_chars=MAX_MESSAGE_CHARS,
+                  placeholder="e.g. training may see recovery readiness: sleep matters for intensity")
+    labels = list(dict.fromkeys(["live", "draft", *sv.label_map]))
+    options = [NO_LABEL, *labels]
+    label = st.selectbox("Then point this label at it", options, key="save_label",
+                         index=default_index(options, "draft"),
+                         format_func=lambda name: name if name == NO_LABEL else
+                         f"{name} (now version {sv.label_map[name].version})" if name in sv.label_map
+                         else f"{name} (new label)",
+                         help="live: what serves athletes; draft: work in progress. A label only moves if it "
+                              "still points at the version your draft is based on, so nobody's save is "
+                              "overwritten.")
+    head = sv.label_map[label].version if label in sv.label_map else None
+    base = ss.get("draft_base")
+    if head is not None and head != base:
+        st.warning(f"{label} points at version {head}, but your draft is based on "
+                   f"{f'version {base}' if base is not None else 'no stored version'}: this save would be refused. "
+                   f"Load version {head} and redo your change, or save with “{NO_LABEL}”.",
+                   icon=":material/call_split:")
+    draft = ctx.policies.draft
+    if draft.policy is not None:
+        found = errors(lint_of(draft.policy))
+        if found:
+            st.caption(f":material/warning: The draft has {len(found)} lint error(s) (see the Policy editor); "
+                       "it can still be saved.")
+    st.button("Save as a new version", key="save_version", type="primary", on_click=save_draft, args=(sv.url,),
+              disabled=not draft.ok, icon=":material/save:",
+              help=None if draft.ok else "The draft has problems (Policy editor tab); only a valid draft is saved.")
+    if not draft.ok:
+        st.caption("Only a valid draft can be saved; fix the problems shown in the Policy editor.")
+
+
+def render_labels(ctx: Context) -> None:
+    sv = ctx.store
+    st.subheader("Labels and revert")
+    if not sv.label_map:
+        st.info("No labels yet: save a version with the label live (what serves athletes) or draft.")
+        return
+    digests = {v.number: v.digest for v in sv.versions}
+    st.dataframe(pg.labels_frame(sv.label_map, digests), hide_index=True, width="stretch", key="labels_table")
+    names = list(sv.label_map)
+    label = st.selectbox("Label to move", names, key="move_label", index=default_index(names, "live"))
+    head = sv.label_map[label].version
+    assert sv.store is not None
+    moves = sv.store.label_log(label)
+    numbers = [v.number for v in sv.versions]
+    widget_key = f"move_to.{label}.{head}"  # a new default whenever the label moves: the version before
+    target = st.selectbox(f"Point {label} at", numbers, key=widget_key,
+                          index=default_index(numbers, pg.previous_version(moves), head),
+                          format_func=lambda n: choice_title(f"v{n}", ctx))
+    st.button(f"Point {label} at version {target}" + (" (revert)" if target < head else ""), key="move_go",
+              on_click=move_label, args=(sv.url, label, head, widget_key), disabled=target == head,
+              icon=":material/undo:" if target < head else ":material/redo:",
+              help="Revert = point live back at an older version. No version is deleted; the move is logged.")
+    with st.expander(f"Every move of {label}"):
+        st.dataframe(pg.label_moves_frame(moves), hide_index=True, width="stretch", key="label_moves")
+
+
+def render_compare(ctx: Context) -> None:
+    sv, ss = ctx.store, st.session_state
+    options = choice_options(sv, labels=False)
+    base = ss.get("draft_base")
+    live = sv.label_map.get("live")
+    c1, c2 = st.columns(2)
+    a = c1.selectbox("From", options, key="diff_a", format_func=lambda c: choice_title(c, ctx),
+                     index=default_index(options, f"v{base}" if base is not None else None,
+                                         f"v{live.version}" if live else None, CHECKED_IN_CHOICE))
+    b = c2.selectbox("To", options, key="diff_b", format_func=lambda c: choice_title(c, ctx),
+                     index=default_index(options, DRAFT_CHOICE))
+    try:
+        (pa, na), (pb, nb) = resolve_choice(a, ctx), resolve_choice(b, ctx)
+    except CoachctxError as e:
+        st.error(f"Cannot compare: {e}")
+        return
+    changes = diff_policies(pa, pb)
+    with st.container(key="version_diff"):
+        st.markdown(pg.diff_markdown(changes, na, nb))
+    if not changes.same:
+        with st.expander("Line diff (canonical YAML)"):
+            st.code(pg.yaml_diff(pa, pb, before_name=na, after_name=nb), language="diff")
+
+
+# --- impact: what a change does to logged questions --------------------------------------------
+
+
+def tab_impact(ctx: Context) -> None:
+    ss = st.session_state
+    st.markdown("Run a set of questions through two policies and see what changes: per question the intent, the "
+                "fragments sent and the tokens under each, and — where rows carry labels — route accuracy, needs "
+                "recall and a confusion table per policy. Nothing calls a model: a question the rules are unsure "
+                "of takes the keyword fallback and counts as *unsure*.")
+    options = choice_options(ctx.store, labels=True)
+    c1, c2 = st.columns(2)
+    base_choice = c1.selectbox("Base (what runs now)", options, key="impact_base",
+                               format_func=lambda c: choice_title(c, ctx),
+                               index=default_index(options, "label:live", CHECKED_IN_CHOICE))
+    candidate_choice = c2.selectbox("Candidate (the change you consider)", options, key="impact_candidate",
+                                    format_func=lambda c: choice_title(c, ctx),
+                                    index=default_index(options, DRAFT_CHOICE))
+    source = st.radio("Questions", ["sample", "upload"], key="impact_source", horizontal=True,
+                      format_func=lambda s: "the bundled sample log (sample_logs/questions.jsonl)" if s == "sample"
+                      else "upload a question set")
+    questions, questions_id = impact_questions(source)
+    if questions is None:
+        return
+    labelled = sum(1 for q in questions.questions if q.intents)
+    st.caption(f"{len(questions.questions)} questions, {labelled} with intent labels"
+               + (f"; {len(questions.skipped)} row(s) unreadable, listed after the run" if questions.skipped else "")
+               + ". Rows naming no athlete are decided for maya, on the paid tier.")
+    try:
+        (base, base_name), (candidate, candidate_name) = resolve_choice(base_choice, ctx), \
+            resolve_choice(candidate_choice, ctx)
+    except CoachctxError as e:
+        st.error(f"Cannot run: {e}")
+        return
+    key = (base.digest, candidate.digest, questions_id, ctx.view.cost_mode)
+    if base.digest == candidate.digest:
+        st.info("Base and candidate are the same policy: nothing can change. Pick another pair to compare.")
+    if st.button("Run impact analysis", key="impact_run", type="primary", icon=":material/play_arrow:"):
+        bar = st.progress(0.0, text="Deciding every question under both policies…")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"{done} of {total} questions decided under both policies")
+
+        report = run_impact(questions, base, candidate, base_name=base_name, candidate_name=candidate_name,
+                            cost_mode=ctx.view.cost_mode, progress=progress)  # type: ignore[arg-type]
+        bar.progress(1.0, text=f"Done: {len(report.rows)} questions in {report.seconds:.1f} s")
+        ss["impact_result"] = {"key": key, "report": report}
+    result = ss.get("impact_result")
+    if not result:
+        st.info("Pick a base and a candidate, then run. The candidate is usually your draft; the base what is live.")
+        return
+    if result["key"] != key:
+        st.warning("The policies, the questions or the cost mode changed since this run; run it again to see the "
+                   "impact of what is selected now. Below: the last run.", icon=":material/history:")
+    render_impact(result["report"])
+
+
+def impact_questions(source: str) -> tuple[QuestionSet | None, tuple[str, ...]]:
+    if source == "sample":
+        if not SAMPLE_LOG.is_file():
+            st.error(f"The sample log {SAMPLE_LOG.name} is missing; `python sample_logs/make_log.py` writes it.")
+            return None, ()
+        return sample_questions(str(SAMPLE_LOG), SAMPLE_LOG.stat().st_mtime), ("sample", str(SAMPLE_LOG.stat().st_mtime))
+    limit = pg.MAX_QUESTIONS_UPLOAD_BYTES // (1024 * 1024)
+    upload = st.file_uploader(f"Question set: YAML like dev.yaml, or a JSONL / CSV log with a `question` column and "
+                              f"optional athlete, scope, tier, intents, needs (at most {limit} MB)",
+                              type=["yaml", "yml", "jsonl", "ndjson", "csv"], key="impact_upload",
+                              max_upload_size=limit)
+    if upload is None:
+        st.info("Upload a question set to run it.")
+        return None, ()
+    data = upload.getvalue()
+    try:
+        questions = uploaded_questions(data, upload.name)
+    except CoachctxError as e:
+        st.error(f"Cannot use {upload.name}: {e}", icon=":material/error:")
+        return None, ()
+    return questions, ("upload", upload.name, hashlib.sha256(data).hexdigest())
+
+
+def _highlight_changes(row: pd.Series) -> list[str]:
+    changed = pg.changed_cells(row.to_dict())
+    return ["background-color: rgba(255, 165, 0, 0.22)" if c in changed else "" for c in row.index]
+
+
+def render_impact(report: ImpactReport) -> None:
+    s = report.summary()
+    st.markdown(f"**Base:** {report.base_name} (`{report.base_digest}`) · **Candidate:** {report.candidate_name} "
+                f"(`{report.candidate_digest}`)")
+    m = st.columns(5)
+    m[0].metric("Questions", s["questions"])
+    m[1].metric("Changed", s["changed"], help="Any difference: intent, scope, fragments, a withheld reason, tokens.")
+    m[2].metric("Intent changed", s["intent_changed"])
+    m[3].metric("Selection changed", s["selection_changed"])
+    m[4].metric("Skipped rows", s["skipped"])
+    for note in report.notes:
+        st.info(note)
+    st.markdown("**Per policy**")
+    st.dataframe(pg.impact_metrics_frame(report), hide_index=True, width="stretch", key="impact_metrics")
+    b, c = report.base_metrics, report.candidate_metrics
+    if b.route_labelled:
+        st.markdown(f"**Confusion per intent** over {b.route_labelled} labelled rows: rows are the labelled intent, "
+                    "columns where the policy routed it (a row accepting several intents counts as correct when "
+                    "routed to any of them). Cells that differ between the two are highlighted.")
+        left, right = st.columns(2, gap="medium")
+        base_frame, candidate_frame = pg.confusion_frame(b), pg.confusion_frame(c)
+        differs = base_frame != candidate_frame
+
+        def mark(frame: pd.DataFrame) -> pd.DataFrame:
+            return differs.replace({True: "background-color: rgba(255, 165, 0, 0.30)", False: ""})
+
+        with left:
+            st.caption(f"base: {report.base_name}")
+            st.dataframe(base_frame.style.apply(mark, axis=None), hide_index=True, width="stretch",
+                         key="confusion_base")
+        with right:
+            st.caption(f"candidate: {report.candidate_name}")
+            st.dataframe(candidate_frame.style.apply(mark, axis=None), hide_index=True, width="stretch",
+                         key="confusion_candidate")
+    else:
+        st.caption("No row carries intent labels, so there is no accuracy or confusion table.")
+
+    changed_only = st.toggle("Show changed questions only", value=True, key="impact_changed_only")
+    frame = pg.impact_frame(report, changed_only=changed_only)
+    st.markdown(f"**Questions** ({len(frame)} shown; changed cells highlighted)")
+    if frame.empty:
+        st.success("No question decides differently under the candidate." if changed_only else "No questions.")
+    else:
+        st.dataframe(frame.style.apply(_highlight_changes, axis=1), hide_index=True, width="stretch",
+                     key="impact_table", column_config={
+                         "question": st.column_config.TextColumn(width="large"),
+                         "base_intent": "base intent", "candidate_intent": "candidate intent",
+                         "base_selected": st.column_config.TextColumn("base sends", width="medium"),
+                         "candidate_selected": st.column_config.TextColumn("candidate sends", width="medium"),
+                         "base_tokens": "base tokens", "candidate_tokens": "candidate tokens",
+                         "changes": st.column_config.TextColumn("what changed", width="large")})
+    if report.skipped:
+        with st.expander(f"{len(report.skipped)} row(s) skipped, and why"):
+            st.dataframe(pd.DataFrame(report.skipped, columns=["row", "why"]), hide_index=True, width="stretch",
+                         key="impact_skipped")
+    st.download_button("Download the report (JSON)", key="impact_download", on_click="ignore",
+                       data=json.dumps(report.to_json(), ensure_ascii=False, indent=2),
+                       file_name=f"coachctx-impact-{report.base_digest}-{report.candidate_digest}.json",
+                       mime="application/json", icon=":material/download:")
+
+
 TabRenderer = Callable[[Context], None]
-# Every tab, in order. Another tab (Versions, Impact, ...) is one more entry here.
+# Every tab, in order. Another tab is one more entry here.
 TABS: list[tuple[str, TabRenderer]] = [
     ("Decision", tab_decision),
     ("Prompt & reply", tab_prompt),
     ("Policy editor", tab_policy),
+    ("Versions", tab_versions),
+    ("Impact", tab_impact),
     ("Reproduce a trace", tab_trace),
 ]
 
 
-def compute_decision(view: pg.ViewState, policies: Policies,
+def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOrigin,
                      config: pg.ModelConfig | None) -> tuple[Decision | None, str | None]:
     if not view.question.strip():
         return None, "Type a question above (or click an example) to see the decision."
     routing_model = config if config is not None and st.session_state.get("use_model", True) else None
     try:
-        d = decide(view.question, view.athlete, view.scope, view.tier, view.budget if view.tier == "custom" else None, view.cost_mode, policies.working,
-                   policies.working.digest, routing_model, routing_model.cache_key if routing_model else ())
+        d = decide(view.question, view.athlete, view.scope, view.tier, view.budget if view.tier == "custom" else None,
+                   view.cost_mode, policies.working, policies.working.digest, origin.source, origin.version,
+                   routing_model, routing_model.cache_key if routing_model else ())
     except CoachctxError as e:
         return None, str(e)
     st.session_state["decision"] = d.to_json()
@@ -670,13 +1281,16 @@ def main() -> None:
     except PolicyError as e:
         st.error(f"The checked-in policy is invalid, so the playground cannot start:\n\n{e}")
         st.stop()
+    store = load_store()
+    origin = origin_of(policies, store)
     view = render_inputs(policies)
-    config = render_sidebar(policies)
-    decision, error = compute_decision(view, policies, config)
+    config = render_sidebar(policies, origin, store)
+    decision, error = compute_decision(view, policies, origin, config)
     if error and view.question.strip():
         st.error(error)
     write_query_params(view)
-    ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view)
+    ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
+                  origin=origin)
     for (_, render), tab in zip(TABS, st.tabs([name for name, _ in TABS]), strict=True):
         with tab:
             render(ctx)

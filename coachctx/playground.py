@@ -1,5 +1,7 @@
 """Helpers behind the Streamlit playground (`app.py`): tables and charts from a Decision, the
-policy diff, YAML export and import, the shareable URL state, and reply generation.
+policy diff (as `policy_diff` computes it), YAML export and import, the store's versions and
+labels as tables and where the policy in use came from, impact reports as tables, uploads of
+question sets, traces, the shareable URL state, and reply generation.
 
 Nothing here imports Streamlit, so tests call these functions directly and the app only lays
 their results out. Like the app, nothing here decides anything: every fact shown about a
@@ -13,8 +15,10 @@ import difflib
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import altair as alt
@@ -24,10 +28,15 @@ import yaml
 
 from coachctx.classifier import DEFAULT_MODEL
 from coachctx.decision import Decision, FragmentDecision
-from coachctx.errors import CoachctxError, PolicyError
+from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
 from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
-from coachctx.policy import MAX_POLICY_BYTES, Policy, parse_policy, parse_yaml, policy_to_yaml
+from coachctx.policy import INTENTS, MAX_POLICY_BYTES, Policy, parse_policy, parse_yaml, policy_to_yaml
+from coachctx.policy_diff import PolicyDiff
+from coachctx.services import Bundle
+from coachctx.store import Label, LabelMove, Version
 from coachctx.text import tokenise
+from coachctx.trace import make_trace
 
 PAIN_QUESTION: Final = "Should I train through this pain?"
 EXAMPLE_QUESTIONS: Final[tuple[str, ...]] = (
@@ -323,17 +332,6 @@ def check_draft(text: str, parse: Callable[[str], Policy] = parse_policy) -> Dra
         return DraftCheck(policy=None, problems=problems_of(e, text))
 
 
-def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
-    if isinstance(value, Mapping) and value:
-        for k, v in value.items():
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
-        for idx, v in enumerate(value):
-            _flatten(v, f"{prefix}[{idx}]", out)
-    else:
-        out[prefix] = value
-
-
 def _show(value: Any) -> str:
     if value is None:
         return "—"
@@ -342,32 +340,51 @@ def _show(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def policy_changes(base: Policy, draft: Policy) -> pd.DataFrame:
-    """What the draft changes, one row per setting: where, what kind of change, before, after."""
-    before: dict[str, Any] = {}
-    after: dict[str, Any] = {}
-    _flatten(base.model_dump(mode="json"), "", before)
-    _flatten(draft.model_dump(mode="json"), "", after)
-    rows = []
-    for path in [*before, *[p for p in after if p not in before]]:
-        old, new = before.get(path), after.get(path)
-        if old == new:
-            continue
-        change = "added" if path not in before else "removed" if path not in after else "changed"
-        rows.append({"setting": describe_path(path), "path": path, "change": change,
-                     "checked-in": _show(old) if path in before else "—",
-                     "draft": _show(new) if path in after else "—"})
-    return pd.DataFrame(rows, columns=["setting", "path", "change", "checked-in", "draft"])
-
-
 def unified_diff(before: str, after: str, *, before_name: str = "checked-in", after_name: str = "draft") -> str:
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=before_name, tofile=after_name, n=2))
 
 
-def policy_diff(base: Policy, draft: Policy) -> str:
-    """A unified diff of the two policies in one canonical layout, so only settings differ."""
-    return unified_diff(policy_to_yaml(base), policy_to_yaml(draft))
+def yaml_diff(base: Policy, draft: Policy, *, before_name: str = "checked-in", after_name: str = "draft") -> str:
+    """A line diff of the two policies in one canonical layout, so only settings differ."""
+    return unified_diff(policy_to_yaml(base), policy_to_yaml(draft), before_name=before_name, after_name=after_name)
+
+
+def _code(text: str) -> str:
+    """Inline code, so '+ term' and '*' in a change read as written, not as Markdown."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+SECTION_TITLES: Final[Mapping[str, str]] = {
+    "routing": "Routing thresholds", "tiers": "Tiers (token budgets)", "intents": "Intents: what each may see",
+    "vocabulary": "Vocabulary: terms and weights", "scopes": "Time horizons: terms and modifiers",
+    "clinical_terms": "Clinical terms",
+}
+DIFF_COLUMNS: Final = ("section", "subject", "change", "kind", "path")
+
+
+def diff_frame(diff: PolicyDiff) -> pd.DataFrame:
+    """One row per change from `policy_diff`: where it is, and what changed in a coach's words."""
+    rows = [{"section": SECTION_TITLES.get(c.section, c.section), "subject": c.subject, "change": c.describe(),
+             "kind": c.kind, "path": c.path} for c in diff.changes]
+    return pd.DataFrame(rows, columns=list(DIFF_COLUMNS))
+
+
+def diff_markdown(diff: PolicyDiff, before_name: str, after_name: str) -> str:
+    """The diff grouped by section and subject (an intent, `injury (es)`, a time horizon)."""
+    if diff.same:
+        return f"No differences: {before_name} and {after_name} decide exactly alike."
+    n = len(diff.changes)
+    lines = [f"**{n} change{'s' if n != 1 else ''}** from {before_name} (`{diff.before_digest}`) to {after_name} "
+             f"(`{diff.after_digest}`):"]
+    for section, subjects in diff.grouped().items():
+        lines.append(f"\n**{SECTION_TITLES.get(section, section)}**\n")
+        for subject, changes in subjects.items():
+            if section in ("routing", "tiers"):
+                lines += [f"- {_code(c.describe())}" for c in changes]
+            else:
+                lines.append(f"- **{subject}**: " + " · ".join(_code(c.describe()) for c in changes))
+    return "\n".join(lines)
 
 
 EXPORT_HEADER: Final = ("# coachctx policy, exported from the playground (digest {digest}).\n"
@@ -488,6 +505,185 @@ def modifiers_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     return out
 
 
+# --- the policy store: versions, labels, where the policy in use came from ---------------------
+
+
+@dataclass(frozen=True)
+class PolicyOrigin:
+    """Where the policy in use came from: `source` and `version` go into the Decision's
+    `policy` record (and so into traces); `description` is for the page."""
+
+    source: str
+    version: str | None
+    description: str
+
+
+DRAFT_SOURCE: Final = "playground draft"
+
+
+def labels_on(number: int, labels: Mapping[str, Label]) -> list[str]:
+    return [name for name, label in labels.items() if label.version == number]
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def version_title(v: Version, labels: Mapping[str, Label]) -> str:
+    """'version 3 [live] · tighter injury excludes · ana'."""
+    on = labels_on(v.number, labels)
+    tags = f" [{', '.join(on)}]" if on else ""
+    return f"version {v.number}{tags} · {_short(v.message)} · {v.author}"
+
+
+def policy_origin(digest: str, *, checked_in_digest: str, checked_in_source: str, versions: Sequence[Version],
+                  labels: Mapping[str, Label], base: int | None) -> PolicyOrigin:
+    """Which stored version the policy in use equals, if any: the version the draft was loaded
+    from first, then one a label points at, then the newest with the same digest."""
+    same = [v for v in versions if v.digest == digest]
+    pointed = {label.version for label in labels.values()}
+    match = (next((v for v in same if v.number == base), None) or next((v for v in same if v.number in pointed), None)
+             or (same[0] if same else None))
+    if match is not None:
+        on = labels_on(match.number, labels)
+        tags = f" ({', '.join(on)})" if on else ""
+        return PolicyOrigin(f"store:v{match.number}", str(match.number), f"stored version {match.number}{tags}")
+    if digest == checked_in_digest:
+        return PolicyOrigin(checked_in_source, None, f"the checked-in policy `{checked_in_source}`")
+    if base is not None:
+        return PolicyOrigin(f"{DRAFT_SOURCE}, edited from store:v{base}", None,
+                            f"your unsaved draft, edited from version {base}")
+    return PolicyOrigin(DRAFT_SOURCE, None, "your unsaved draft")
+
+
+HISTORY_COLUMNS: Final = ("version", "labels", "author", "message", "saved (UTC)", "digest", "parent")
+
+
+def history_frame(versions: Sequence[Version], labels: Mapping[str, Label]) -> pd.DataFrame:
+    """Versions, newest first, with the labels pointing at each."""
+    rows = [{"version": v.number, "labels": ", ".join(labels_on(v.number, labels)), "author": v.author,
+             "message": v.message, "saved (UTC)": f"{v.created_at:%Y-%m-%d %H:%M:%S}", "digest": v.digest,
+             "parent": v.parent} for v in versions]
+    return pd.DataFrame(rows, columns=list(HISTORY_COLUMNS))
+
+
+def labels_frame(labels: Mapping[str, Label], digests: Mapping[int, str]) -> pd.DataFrame:
+    rows = [{"label": name, "version": label.version, "digest": digests.get(label.version, "—"),
+             "moved by": label.updated_by, "moved at (UTC)": f"{label.updated_at:%Y-%m-%d %H:%M:%S}"}
+            for name, label in labels.items()]
+    return pd.DataFrame(rows, columns=["label", "version", "digest", "moved by", "moved at (UTC)"])
+
+
+def label_moves_frame(moves: Sequence[LabelMove]) -> pd.DataFrame:
+    rows = [{"at (UTC)": f"{m.at:%Y-%m-%d %H:%M:%S}", "from": m.previous, "to": m.version,
+             "how": "saved" if m.kind == "save" else "pointed (revert or promote)", "by": m.author} for m in moves]
+    return pd.DataFrame(rows, columns=["at (UTC)", "from", "to", "how", "by"])
+
+
+def previous_version(moves: Sequence[LabelMove]) -> int | None:
+    """Where the label pointed before its latest move: what a revert goes back to."""
+    return moves[0].previous if moves else None
+
+
+# --- impact analysis in the page ---------------------------------------------------------------
+
+
+MAX_QUESTIONS_UPLOAD_BYTES: Final = 5 * 1024 * 1024
+"""An uploaded question set larger than this is refused before it is decoded (~50,000 rows)."""
+
+
+def parse_question_upload(data: bytes, name: str) -> QuestionSet:
+    """An uploaded question set (YAML like dev.yaml, JSONL or CSV, by its suffix). Raises
+    InputError, with a message for the page, for anything it cannot use."""
+    suffix = Path(name).suffix.lower()
+    fmt = FORMATS.get(suffix)
+    if fmt is None:
+        raise InputError(f"{name}: unknown question set format {suffix or '(no suffix)'!r}; upload a .yaml "
+                         "(like dev.yaml), .jsonl or .csv file")
+    if len(data) > MAX_QUESTIONS_UPLOAD_BYTES:
+        raise InputError(f"{name}: file is {len(data)} bytes; the limit is "
+                         f"{MAX_QUESTIONS_UPLOAD_BYTES // (1024 * 1024)} MB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}: not UTF-8 text (byte {e.start})") from e
+    try:
+        return parse_questions(text, fmt, name)
+    except RecursionError as e:  # deeply nested YAML or JSON
+        raise InputError(f"{name}: nested too deeply to be a question set") from e
+
+
+def _rate(n: int, d: int) -> str:
+    return f"{100 * n / d:.1f}% ({n}/{d})" if d else "— (no labels)"
+
+
+def _delta(a: float | None, b: float | None, *, points: bool = False) -> str:
+    if a is None or b is None:
+        return ""
+    d = (b - a) * (100 if points else 1)
+    if abs(d) < 1e-9:
+        return "same"
+    return f"{d:+.1f} pts" if points else f"{d:+g}"
+
+
+def impact_metrics_frame(report: ImpactReport) -> pd.DataFrame:
+    """Route accuracy, needs recall and tokens for base and candidate, with the change."""
+    b, c = report.base_metrics, report.candidate_metrics
+    rows = [
+        ("questions decided", str(b.questions), str(c.questions), ""),
+        ("route accuracy", _rate(b.route_correct, b.route_labelled), _rate(c.route_correct, c.route_labelled),
+         _delta(b.route_accuracy, c.route_accuracy, points=True)),
+        ("needs recall", _rate(b.needs_met, b.needs_total), _rate(c.needs_met, c.needs_total),
+         _delta(b.needs_recall, c.needs_recall, points=True)),
+        ("every need met", _rate(b.needs_rows_met, b.needs_rows), _rate(c.needs_rows_met, c.needs_rows),
+         _delta(b.needs_rows_met / b.needs_rows if b.needs_rows else None,
+                c.needs_rows_met / c.needs_rows if c.needs_rows else None, points=True)),
+        ("unsure (would ask the model)", str(b.unsure), str(c.unsure), _delta(b.unsure, c.unsure)),
+        ("prompt tokens, total", str(b.tokens_total), str(c.tokens_total), _delta(b.tokens_total, c.tokens_total)),
+        ("prompt tokens, mean", f"{b.tokens_mean:.1f}", f"{c.tokens_mean:.1f}",
+         _delta(round(b.tokens_mean, 1), round(c.tokens_mean, 1))),
+    ]
+    return pd.DataFrame(rows, columns=["measure", "base", "candidate", "change"])
+
+
+def confusion_frame(m: Metrics) -> pd.DataFrame:
+    """Rows: the labelled intent; columns: where the policy routed it."""
+    frame = pd.DataFrame([[m.confusion[e][r] for r in INTENTS] for e in INTENTS], columns=list(INTENTS))
+    frame.insert(0, "labelled", list(INTENTS))
+    return frame
+
+
+IMPACT_PAIRS: Final = (("base_intent", "candidate_intent"), ("base_selected", "candidate_selected"),
+                       ("base_tokens", "candidate_tokens"))
+
+
+def impact_frame(report: ImpactReport, *, changed_only: bool) -> pd.DataFrame:
+    """One row per question: each policy's intent, selection and tokens, and what changed."""
+    columns = ["row", "question", "athlete", *[c for pair in IMPACT_PAIRS for c in pair], "changes"]
+    return pd.DataFrame(report.table(changed_only), columns=columns)
+
+
+def changed_cells(row: Mapping[str, Any]) -> set[str]:
+    """The columns of an impact row whose base and candidate values differ."""
+    out: set[str] = set()
+    for a, b in IMPACT_PAIRS:
+        if row.get(a) != row.get(b):
+            out |= {a, b}
+    if row.get("changes"):
+        out.add("changes")
+    return out
+
+
+# --- traces from the page ----------------------------------------------------------------------
+
+
+def decision_trace_json(d: Decision, bundle: Bundle, *, cost_mode: str, budget: int | None) -> str:
+    """The decision as a trace file (`coachctx replay` and the trace tab read it); its
+    `decision.policy` names the policy source and stored version the page used."""
+    return json.dumps(make_trace(d, bundle, cost_mode=cost_mode, budget=budget), ensure_ascii=False, indent=2) + "\n"
+
+
 # --- shareable URL state -----------------------------------------------------------------------
 
 
@@ -572,7 +768,11 @@ def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Se
 
 
 REPLY_TIMEOUT_S: Final = 60.0
-MODEL_SETTING_KEYS: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")
+"""How long the endpoint may stay silent while a reply streams (`COACHCTX_REPLY_TIMEOUT`)."""
+REPLY_DEADLINE_S: Final = 300.0
+"""The longest a whole reply may take, however steadily it trickles in."""
+MODEL_SETTING_KEYS: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT",
+                             "COACHCTX_REPLY_TIMEOUT")
 
 
 @dataclass(frozen=True)
@@ -583,7 +783,9 @@ class ModelConfig:
     base_url: str | None
     model: str
     timeout_s: float
+    """For the classification call."""
     source: str
+    reply_timeout_s: float = REPLY_TIMEOUT_S
 
     @property
     def cache_key(self) -> tuple[str, ...]:
@@ -592,6 +794,14 @@ class ModelConfig:
 
         key = hashlib.sha256((self.api_key or "").encode()).hexdigest()[:12]
         return (key, self.base_url or "", self.model, str(self.timeout_s))
+
+
+def _seconds(text: str | None, default: float) -> float:
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None,
@@ -616,38 +826,46 @@ def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[
     if api_key is None and base_url is None:
         return None
     model, _ = pick("COACHCTX_MODEL")
-    timeout_text, _ = pick("COACHCTX_MODEL_TIMEOUT")
-    try:
-        timeout = float(timeout_text) if timeout_text else 3.0
-    except ValueError:
-        timeout = 3.0
     sources = list(dict.fromkeys(s for s in (key_source, url_source) if s))
-    return ModelConfig(api_key=api_key, base_url=base_url, model=model or DEFAULT_MODEL, timeout_s=timeout,
-                       source=" and ".join(sources))
+    return ModelConfig(api_key=api_key, base_url=base_url, model=model or DEFAULT_MODEL,
+                       timeout_s=_seconds(pick("COACHCTX_MODEL_TIMEOUT")[0], 3.0), source=" and ".join(sources),
+                       reply_timeout_s=_seconds(pick("COACHCTX_REPLY_TIMEOUT")[0], REPLY_TIMEOUT_S))
 
 
 class ReplyError(CoachctxError):
-    """The reply could not be generated; the message says why, for the page."""
+    """The reply could not be generated (or stopped part-way); the message says why, for the page."""
 
 
-def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]],
-                 client: Any = None) -> Iterator[str]:
-    """Stream a reply to the Decision's prompt through the OpenAI SDK, piece by piece."""
+def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], client: Any = None, *,
+                 deadline_s: float = REPLY_DEADLINE_S) -> Iterator[str]:
+    """Stream a reply to the Decision's prompt through the OpenAI SDK, piece by piece. A stall
+    longer than the reply timeout, a reply longer than `deadline_s` or a broken connection
+    raises ReplyError after the pieces that did arrive, so a caller can keep those."""
+    timeout = config.reply_timeout_s
     if client is None:
         client = openai.OpenAI(api_key=config.api_key or "not-needed", base_url=config.base_url,
-                               timeout=REPLY_TIMEOUT_S, max_retries=0)
+                               timeout=timeout, max_retries=0)
+    started = time.monotonic()
+    stream: Any = None
     try:
         payload: Any = [dict(m) for m in messages]
         stream = client.chat.completions.create(model=config.model, messages=payload, stream=True, temperature=0.3)
         for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 yield chunk.choices[0].delta.content
+            if time.monotonic() - started > deadline_s:
+                raise ReplyError(f"the reply was still streaming after {deadline_s:g} s, so it was stopped")
     except openai.APIStatusError as e:
         raise ReplyError(f"the model endpoint answered HTTP {e.status_code}: {e.message}") from e
     except openai.APITimeoutError as e:
-        raise ReplyError(f"the model endpoint did not answer within {REPLY_TIMEOUT_S:g} s") from e
-    except openai.APIError as e:
+        raise ReplyError(f"the model endpoint sent nothing for {timeout:g} s (the reply timeout, "
+                         "COACHCTX_REPLY_TIMEOUT)") from e
+    except openai.APIError as e:  # the SDK wraps transport errors mid-stream too (connection, read timeout)
         raise ReplyError(f"the model call failed: {e}") from e
+    finally:
+        close = getattr(stream, "close", None)
+        if callable(close):  # stopped early: give the connection back
+            close()
 
 
 def count_words(text: str) -> int:

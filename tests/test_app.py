@@ -1,9 +1,14 @@
-"""The Streamlit playground under AppTest (no browser), plus the plain helpers it uses."""
+"""The Streamlit playground under AppTest (no browser), plus the plain helpers it uses.
+
+The Versions and Impact tabs have their own file, tests/test_app_versions.py.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +24,7 @@ from coachctx import playground as pg
 from coachctx.errors import PolicyError
 from coachctx.pipeline import SCOPE_REQUESTS, select
 from coachctx.policy import Policy, load_policy, parse_policy, policy_to_yaml
+from coachctx.policy_diff import diff_policies
 from coachctx.services import FixtureUpstream, fetch_bundle
 from coachctx.trace import make_trace
 
@@ -34,6 +40,12 @@ def _clear_streamlit_caches() -> Iterator[None]:
     yield
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+@pytest.fixture(autouse=True)
+def _own_policy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page opens the policy store on every run: never the user's ~/.coachctx one in tests."""
+    monkeypatch.setenv("COACHCTX_STORE", f"sqlite:///{tmp_path}/store.sqlite")
 
 
 def new_app() -> AppTest:
@@ -242,9 +254,10 @@ class TestPolicyEditor:
     def test_diff_lists_the_changed_setting(self) -> None:
         at = started()
         at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
-        changes = next(df.value for df in at.dataframe if "setting" in df.value.columns)
+        changes = next(df.value for df in at.dataframe if list(df.value.columns) == list(pg.DIFF_COLUMNS))
         row = changes[changes["path"] == "routing.margin"].iloc[0]
-        assert (row["checked-in"], row["draft"], row["change"]) == ("1.0", "0.0", "changed")
+        assert (row["section"], row["change"], row["kind"]) == ("Routing thresholds", "margin: 1 -> 0", "changed")
+        assert any("`margin: 1 -> 0`" in m for m in (e.value for e in at.markdown))
 
     def test_import_through_the_uploader_replaces_the_draft(self) -> None:
         at = started()
@@ -480,6 +493,90 @@ class TestReply:
         assert any("No reply" in e.value for e in at.error)
 
 
+# --- a slow stream during reply generation (issue 5, B2) -----------------------------------------
+
+
+STALL_CHUNKS = ("Keep today easy ", "and skip the intervals. ")
+REPLY_TIMEOUT_S = 1
+
+
+class StallingOpenAI(BaseHTTPRequestHandler):
+    """Answers classification at once, but a streamed reply sends two chunks and then goes
+    silent for longer than the page's reply timeout, holding the connection open."""
+
+    release = threading.Event()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not body.get("stream"):
+            data = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                               "choices": [{"index": 0, "message": {"role": "assistant", "content": "injury"},
+                                            "finish_reason": "stop"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for piece in STALL_CHUNKS:
+            chunk = {"id": "c2", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+        type(self).release.wait(timeout=20 * REPLY_TIMEOUT_S)  # the stall
+        with contextlib.suppress(OSError):  # the client gave up long ago
+            self.wfile.write(b"data: [DONE]\n\n")
+
+
+@pytest.fixture
+def stalling_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    StallingOpenAI.release = threading.Event()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StallingOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("COACHCTX_REPLY_TIMEOUT", str(REPLY_TIMEOUT_S))
+    try:
+        yield url
+    finally:
+        StallingOpenAI.release.set()
+        server.shutdown()
+        server.server_close()
+
+
+class TestSlowReplyStream:
+    def test_a_stalled_stream_keeps_the_partial_reply_and_the_page_stays_usable(self, stalling_openai: str) -> None:
+        at = started()
+        assert decision(at)["intent"]["source"] == "model"
+        started_at = time.monotonic()
+        at.button(key="generate").click().run()
+        assert time.monotonic() - started_at < 15, "the stall was not cut off by the reply timeout"
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        partial = "".join(STALL_CHUNKS)
+        reply = at.session_state["reply"]
+        assert reply["text"] == partial
+        assert f"sent nothing for {REPLY_TIMEOUT_S} s" in reply["error"]
+        stopped = [e.value for e in at.error if "stopped part-way" in e.value]
+        assert stopped and f"after {pg.count_words(partial)} words" in stopped[0]
+
+        at.run()  # a rerun shows the same partial reply and message, and nothing raises
+        assert not at.exception
+        assert any(m.value == partial.strip() for m in at.markdown)
+        assert any("stopped part-way" in e.value for e in at.error)
+        at.text_input(key="question").input("How much protein per day?").run()
+        assert not at.exception
+        assert decision(at)["question"] == "How much protein per day?"
+        assert not any("stopped part-way" in e.value for e in at.error)  # the partial reply was for the other prompt
+
+
 # --- helpers on their own ------------------------------------------------------------------------
 
 
@@ -517,11 +614,12 @@ class TestHelpers:
         typed = pg.resolve_model_config({"OPENAI_API_KEY": "e"}, {}, "t")
         assert typed is not None and typed.api_key == "t" and "typed" in typed.source
 
-    def test_policy_changes_name_each_setting(self, policy: Policy) -> None:
+    def test_diff_frame_names_each_change_and_the_line_diff_shows_it(self, policy: Policy) -> None:
         draft = parse_policy(draft_with(lambda d: d["intents"]["general"].update(max_words=99)))
-        changes = pg.policy_changes(policy, draft)
+        changes = pg.diff_frame(diff_policies(policy, draft))
         assert list(changes["path"]) == ["intents.general.max_words"]
-        added = [line for line in pg.policy_diff(policy, draft).splitlines() if line.startswith("+ ")]
+        assert list(changes["change"]) == ["max_words: 150 -> 99"]
+        added = [line for line in pg.yaml_diff(policy, draft).splitlines() if line.startswith("+ ")]
         assert any("max_words: 99" in line for line in added)
 
     def test_table_edits_rebuild_vocabulary_and_modifiers(self) -> None:

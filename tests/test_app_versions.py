@@ -1,0 +1,347 @@
+"""The playground's Versions and Impact tabs and the lint beside the editor, under AppTest.
+
+Each test has its own policy store: a SQLite file under tmp_path, named by COACHCTX_STORE.
+"Another coach" is a `PolicyStore` opened on the same file by the test, as a second app
+instance or the CLI would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import streamlit as st
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from coachctx import playground as pg
+from coachctx.errors import InputError
+from coachctx.pipeline import select
+from coachctx.policy import load_policy, parse_policy, policy_to_yaml, read_policy_text
+from coachctx.policy_diff import diff_policies
+from coachctx.services import FixtureUpstream, fetch_bundle
+from coachctx.store import PolicyStore
+from coachctx.trace import parse_trace, replay
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+CHECKED_IN = ROOT / "policy" / "default.yaml"
+NO_LABEL = "(no label)"
+
+
+@pytest.fixture(autouse=True)
+def _clear_streamlit_caches() -> Iterator[None]:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"sqlite:///{tmp_path}/s.sqlite"
+    monkeypatch.setenv("COACHCTX_STORE", url)
+    monkeypatch.delenv("COACHCTX_AUTHOR", raising=False)
+    return url
+
+
+def started() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, [e.stack_trace for e in at.exception]
+    return at
+
+
+def decision(at: AppTest) -> dict[str, Any]:
+    value: dict[str, Any] = at.session_state["decision"]
+    return value
+
+
+def draft_with(change: Callable[[dict[str, Any]], None]) -> str:
+    data = yaml.safe_load(policy_to_yaml(load_policy()))
+    change(data)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def recovery_for_training(data: dict[str, Any]) -> None:
+    """The rule a coach edits: training may see last night's recovery (it was excluded)."""
+    data["intents"]["training"]["exclude"].remove("readiness_recovery")
+    data["intents"]["training"]["secondary"].append("readiness_recovery")
+
+
+def injury_readiness_for_training(data: dict[str, Any]) -> None:
+    data["intents"]["training"]["exclude"].remove("readiness_injury")
+    data["intents"]["training"]["secondary"].append("readiness_injury")
+
+
+def save(at: AppTest, message: str, *, label: str, author: str = "ana") -> None:
+    at.text_input(key="author").input(author)
+    at.text_input(key="save_message").input(message)
+    at.selectbox(key="save_label").set_value(label)
+    at.button(key="save_version").click().run()
+    assert not at.exception, [e.stack_trace for e in at.exception]
+
+
+def frame_with(at: AppTest, *columns: str) -> Any:
+    for df in at.dataframe:
+        if set(columns) <= set(df.value.columns):
+            return df.value
+    raise AssertionError(f"no table with columns {columns} on the page")
+
+
+def texts(elements: Any) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+class TestDoneWhen:
+    def test_edit_a_rule_see_the_impact_save_it_and_revert_live(self, store_url: str) -> None:
+        at = started()
+        assert store_url.removeprefix("sqlite:///") in " ".join(texts(at.markdown))  # the store in use is shown
+        assert decision(at)["policy"] == {"source": "policy/default.yaml", "digest": load_policy().digest,
+                                          "version": None}
+
+        save(at, "baseline: the checked-in policy", label="live")
+        assert decision(at)["policy"]["source"] == "store:v1" and decision(at)["policy"]["version"] == "1"
+
+        # edit a rule in the draft
+        at.text_area(key="policy_yaml").set_value(draft_with(recovery_for_training)).run()
+        assert not at.exception
+        assert decision(at)["policy"]["version"] is None
+        assert decision(at)["policy"]["source"] == "playground draft, edited from store:v1"
+
+        # which logged questions would change, and how: live against the draft
+        assert at.selectbox(key="impact_candidate").value == "@draft"
+        at.selectbox(key="impact_base").set_value("label:live")
+        at.button(key="impact_run").click().run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        report = at.session_state["impact_result"]["report"]
+        assert 300 <= len(report.rows) <= 500
+        assert report.summary()["selection_changed"] > 0 and report.summary()["intent_changed"] == 0
+        table = frame_with(at, "question", "base_selected", "candidate_selected", "changes")
+        assert len(table) == report.summary()["changed"]  # "show changed only" is on by default
+        gained = table[table["changes"].str.contains(r"\+readiness_recovery")]
+        assert len(gained) > 0
+        assert all("readiness_recovery" in s for s in gained["candidate_selected"])
+        assert not any("readiness_recovery" in s for s in gained["base_selected"])
+        metrics = frame_with(at, "measure", "base", "candidate", "change").set_index("measure")
+        assert metrics.loc["route accuracy", "change"] == "same"
+        assert "%" in metrics.loc["needs recall", "base"]
+        assert "tokens" in metrics.loc["prompt tokens, total", "change"] or \
+            metrics.loc["prompt tokens, total", "change"].startswith("+")
+        at.toggle(key="impact_changed_only").set_value(False).run()
+        assert len(frame_with(at, "question", "changes")) == len(report.rows)
+
+        # save the edit as version 2 on live
+        save(at, "training may see last night's recovery", label="live")
+        with PolicyStore(store_url) as store:
+            assert store.labels()["live"].version == 2
+            v2 = store.get(2)
+            assert v2.parent == 1 and v2.author == "ana"
+            assert parse_policy(v2.yaml).digest == parse_policy(draft_with(recovery_for_training)).digest
+        assert decision(at)["policy"]["version"] == "2"
+        history = frame_with(at, "version", "labels", "author", "message", "digest", "parent")
+        assert list(history["version"]) == [2, 1] and history.iloc[0]["labels"] == "live"
+
+        # revert: live back to version 1 (the revert control offers the version before the last move)
+        target = at.selectbox(key="move_to.live.2")
+        assert target.value == 1
+        at.button(key="move_go").click().run()
+        assert not at.exception
+        with PolicyStore(store_url) as store:
+            assert store.labels()["live"].version == 1
+            assert [(m.kind, m.previous, m.version) for m in store.label_log("live")] == \
+                [("label", 2, 1), ("save", 1, 2), ("save", None, 1)]
+            assert [v.number for v in store.history()] == [2, 1]  # a revert deletes nothing
+        assert any("live now points at version 1" in s for s in texts(at.success))
+
+    def test_a_stale_save_is_refused_and_loses_nothing(self, store_url: str) -> None:
+        checked_in = read_policy_text(CHECKED_IN)
+        with PolicyStore(store_url) as store:
+            store.save(checked_in, message="baseline", author="ben", label="live")
+        at = started()
+        at.selectbox(key="load_ref").set_value(1)
+        at.button(key="load_go").click().run()
+        assert at.session_state["draft_base"] == 1
+        mine = draft_with(recovery_for_training)
+        at.text_area(key="policy_yaml").set_value(mine).run()
+
+        theirs = draft_with(injury_readiness_for_training)
+        with PolicyStore(store_url) as store:  # another coach saves on live meanwhile
+            store.save(theirs, message="training sees injury readiness", author="ben", label="live", base=1)
+
+        save(at, "training may see recovery", label="live")
+        status = at.session_state["versions_status"]
+        assert status["kind"] == "stale" and status["head"] == 2 and status["base"] == 1
+        refused = [e for e in texts(at.error) if "another coach saved first" in e]
+        assert refused and "version 2 by ben" in refused[0] and "Nothing is lost" in refused[0]
+        assert at.session_state["policy_yaml"] == mine  # the draft is kept
+        assert at.session_state["draft_base"] == 1
+        with PolicyStore(store_url) as store:
+            assert [v.number for v in store.history()] == [2, 1]
+            assert store.labels()["live"].version == 2
+            assert store.get(2).yaml == theirs  # their version is intact
+        # what they changed is on the page, so the coach can redo the change on top of it
+        assert any("readiness_injury" in m and "exclude -> secondary" in m for m in texts(at.markdown))
+
+        # and the coach's own work can be kept as a version of its own
+        save(at, "training may see recovery (kept beside ben's)", label=NO_LABEL)
+        with PolicyStore(store_url) as store:
+            v3 = store.get(3)
+            assert (v3.parent, v3.yaml) == (1, mine)
+            assert store.labels()["live"].version == 2
+
+
+class TestVersions:
+    def test_diff_between_two_versions_lists_the_moved_fragment(self, store_url: str) -> None:
+        with PolicyStore(store_url) as store:
+            store.save(read_policy_text(CHECKED_IN), message="baseline", author="ana", label="live")
+            store.save(draft_with(injury_readiness_for_training), message="training sees injury readiness",
+                       author="ben", label="live", base=1)
+        at = started()
+        at.selectbox(key="diff_a").set_value("v1")
+        at.selectbox(key="diff_b").set_value("v2").run()
+        assert not at.exception
+        shown = "\n".join(texts(at.markdown))
+        assert "**1 change** from v1" in shown
+        assert "- **training**: `readiness_injury: exclude -> secondary`" in shown
+
+    def test_load_undo_and_the_version_in_decisions_and_traces(self, store_url: str) -> None:
+        edited = draft_with(recovery_for_training)
+        with PolicyStore(store_url) as store:
+            store.save(edited, message="training sees recovery", author="ana", label="draft")
+        at = started()
+        at.selectbox(key="load_ref").set_value(1)
+        at.button(key="load_go").click().run()
+        assert at.session_state["policy_yaml"] == edited
+        d = decision(at)
+        assert d["policy"]["source"] == "store:v1" and d["policy"]["version"] == "1"
+        assert at.selectbox(key="save_label").value == "draft"
+        # a trace downloaded from the page records the version it was decided under
+        bundle = fetch_bundle(FixtureUpstream(), d["athlete"])
+        again = select(d["question"], bundle, parse_policy(edited), policy_source="store:v1", policy_version="1")
+        trace = parse_trace(pg.decision_trace_json(again, bundle, cost_mode="hand", budget=None))
+        assert trace.decision["policy"] == d["policy"]
+        assert replay(trace, parse_policy(edited), policy_source="store:v1").same
+
+        at.button(key="undo_load").click().run()
+        assert at.session_state["policy_yaml"] == read_policy_text(CHECKED_IN)
+        assert at.session_state["draft_base"] is None
+
+    def test_an_unusable_store_leaves_the_rest_of_the_page_working(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("COACHCTX_STORE", "nosuchdriver://somewhere/db")
+        at = started()
+        assert set(decision(at)["selected"]) >= {"readiness_training", "readiness_injury"}
+        assert any("policy store cannot be used" in e for e in texts(at.error))
+
+
+class TestLint:
+    def test_an_exclude_that_drops_a_shared_signal_is_flagged_beside_the_editor(self, store_url: str) -> None:
+        at = started()
+        assert any("Lint: no findings" in c for c in texts(at.caption))
+        at.text_area(key="policy_yaml").set_value(
+            draft_with(lambda d: d["vocabulary"]["training"]["en"].update(pain=1.0))).run()
+        assert not at.exception
+        conflict = [e for e in texts(at.error) if "exclude-conflict" in e]
+        assert conflict and "readiness_injury" in conflict[0] and "'pain'" in conflict[0]
+        assert conflict[0].startswith("**Error")
+        assert any("shared-term" in w and w.startswith("**Warning") for w in texts(at.warning))
+        assert decision(at)["policy"]["digest"] != load_policy().digest  # still a valid draft, in use
+
+
+class TestImpactUploads:
+    @pytest.mark.parametrize(("name", "data", "says"), [
+        ("log.csv", b"when,who\n1,2\n", "no `question` (or `q`) column"),
+        ("log.jsonl", b"{not json\n[1, 2]\n", "no questions found (row 1: not valid JSON"),
+        ("dev.yaml", b"thresholds: {margin: 1}\n", "expected a list of questions"),
+    ])
+    def test_a_bad_file_gets_a_clear_message(self, store_url: str, name: str, data: bytes, says: str) -> None:
+        at = started()
+        draft = at.session_state["policy_yaml"]
+        at.radio(key="impact_source").set_value("upload").run()
+        at.file_uploader(key="impact_upload").set_value((name, data, "application/octet-stream")).run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        refused = [e for e in texts(at.error) if e.startswith(f"Cannot use {name}")]
+        assert refused and says in refused[0], texts(at.error)
+        assert "impact_result" not in at.session_state
+        assert at.session_state["policy_yaml"] == draft
+
+    def test_a_labelled_yaml_upload_runs(self, store_url: str) -> None:
+        questions = {"questions": [
+            {"q": "Should I train through this pain?", "intents": ["training", "injury"],
+             "needs": ["readiness_training", "readiness_injury"]},
+            {"q": "How much protein per day?", "intents": ["nutrition"], "needs": ["readiness_nutrition"]},
+        ]}
+        at = started()
+        at.text_area(key="policy_yaml").set_value(
+            draft_with(lambda d: d["routing"].update(margin=0.0))).run()
+        at.radio(key="impact_source").set_value("upload").run()
+        at.file_uploader(key="impact_upload").set_value(
+            ("dev.yaml", yaml.safe_dump(questions).encode(), "application/x-yaml")).run()
+        at.selectbox(key="impact_base").set_value("@checked-in")
+        at.button(key="impact_run").click().run()
+        assert not at.exception
+        report = at.session_state["impact_result"]["report"]
+        assert report.summary()["questions"] == 2 and report.summary()["changed"] == 1
+        # margin 0 makes the pain question "certain", so an exclude drops a needed fragment
+        assert report.candidate_metrics.needs_recall < report.base_metrics.needs_recall
+        confusion = frame_with(at, "training", "injury", "general")
+        assert confusion.shape == (6, 7)
+
+
+class TestHelpers:
+    def test_diff_frame_and_markdown_speak_in_the_policy_s_terms(self) -> None:
+        before = load_policy()
+        after = parse_policy(draft_with(injury_readiness_for_training))
+        diff = diff_policies(before, after)
+        frame = pg.diff_frame(diff)
+        assert list(frame["change"]) == ["readiness_injury: exclude -> secondary"]
+        assert list(frame["path"]) == ["intents.training.secondary"]
+        text = pg.diff_markdown(diff, "live", "draft")
+        assert "Intents: what each may see" in text and "`readiness_injury: exclude -> secondary`" in text
+        assert pg.diff_markdown(diff_policies(before, before), "a", "b").startswith("No differences")
+
+    def test_policy_origin_prefers_the_version_the_draft_came_from(self, store_url: str) -> None:
+        text = read_policy_text(CHECKED_IN)
+        digest = load_policy().digest
+        with PolicyStore(store_url) as store:
+            store.save(text, message="one", author="ana")
+            store.save(text + "\n# same rules\n", message="two", author="ana", label="live", base=None)
+            versions, labels = store.history(), store.labels()
+
+        def origin(base: int | None, d: str = digest) -> pg.PolicyOrigin:
+            return pg.policy_origin(d, checked_in_digest=digest, checked_in_source="policy/default.yaml",
+                                    versions=versions, labels=labels, base=base)
+
+        assert origin(1).source == "store:v1"
+        assert origin(None).source == "store:v2" and "(live)" in origin(None).description
+        assert origin(1, "0" * 12) == pg.PolicyOrigin("playground draft, edited from store:v1", None,
+                                                      "your unsaved draft, edited from version 1")
+        assert pg.policy_origin(digest, checked_in_digest=digest, checked_in_source="policy/default.yaml",
+                                versions=[], labels={}, base=None).source == "policy/default.yaml"
+
+    def test_upload_limits(self) -> None:
+        with pytest.raises(InputError, match=r"^big\.jsonl: file is \d+ bytes; the limit is 5 MB$"):
+            pg.parse_question_upload(b" " * (pg.MAX_QUESTIONS_UPLOAD_BYTES + 1), "big.jsonl")
+        with pytest.raises(InputError, match=r"^l\.csv: not UTF-8 text"):
+            pg.parse_question_upload(b"question\n\xff\n", "l.csv")
+        with pytest.raises(InputError, match=r"^deep\.yaml: nested too deeply"):
+            pg.parse_question_upload(b"[" * 100_000, "deep.yaml")
+        with pytest.raises(InputError, match=r"^log\.txt: unknown question set format '\.txt'"):
+            pg.parse_question_upload(b"question\nhello\n", "log.txt")
+        parsed = pg.parse_question_upload(b"question,athlete,tier\nhow hard today?,omar,free\n", "log.csv")
+        assert [(q.question, q.athlete, q.tier) for q in parsed.questions] == [("how hard today?", "omar", "free")]
+
+    def test_the_sample_log_is_what_its_generator_writes(self, tmp_path: Path) -> None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("make_log", ROOT / "sample_logs" / "make_log.py")
+        assert spec is not None and spec.loader is not None
+        make_log = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(make_log)
+        if not make_log.DEV.is_file():
+            pytest.skip(f"{make_log.DEV} is not here to regenerate from")
+        out = tmp_path / "questions.jsonl"
+        assert make_log.main(["--out", str(out)]) == 0
+        assert out.read_bytes() == (ROOT / "sample_logs" / "questions.jsonl").read_bytes()
