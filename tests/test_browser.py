@@ -63,9 +63,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    # no model: the page must work fully without one (and must not reach any network)
+    # no model: the page must work fully without one (and must not reach any network); a policy
+    # store of its own, never the user's ~/.coachctx one
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")}
+    env["COACHCTX_STORE"] = f"sqlite:///{log.parent / 'store.sqlite'}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
@@ -162,5 +164,32 @@ def test_pain_question_selects_both_readiness_fragments_and_the_policy_downloads
         download.save_as(path)
         policy = parse_policy(path.read_text(encoding="utf-8"), str(path))
         assert f"policy={policy.digest}" in page.url
+    finally:
+        context.close()
+
+
+def test_save_a_version_and_run_the_impact_analysis(browser: Any, server: str) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1600})
+    page = context.new_page()
+    try:
+        page.goto(server)
+        wait_for_script(page)
+        page.get_by_role("tab", name="Versions").click()
+        for label, value in (("Your name", "ana"), ("What changed and why", "baseline from the browser")):
+            field = page.get_by_label(label)
+            field.fill(value)
+            field.press("Enter")
+            wait_for_script(page)
+        page.get_by_role("button", name="Save as a new version").click()
+        expect(page.get_by_text("Saved version 1")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        expect(page.get_by_text("The decision uses stored version 1 (draft)")).to_be_visible()
+
+        page.get_by_role("tab", name="Impact").click()
+        page.get_by_role("button", name="Run impact analysis").click()
+        expect(page.get_by_text("Done: 477 questions")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        expect(page.get_by_text("No question decides differently under the candidate.")).to_be_visible()
+        expect(page.get_by_test_id("stException")).to_have_count(0)
     finally:
         context.close()
