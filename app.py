@@ -321,7 +321,11 @@ def save_draft(url: str) -> None:
         version = open_store(url).save(ss["policy_yaml"], message=ss.get("save_message") or "",
                                        author=ss.get("author") or "", label=label, base=base, source="the draft")
     except StaleSaveError as e:
-        set_status("stale", str(e), {"label": e.label, "head": e.head, "base": e.base})
+        message = str(e) if e.base is not None else (
+            f"refused: {e.label!r} points at version {e.head}, and your draft is not based on a stored version, so "
+            f"saving it there could undo what version {e.head} changed; load version {e.head}, redo your change "
+            "there and save again")
+        set_status("stale", message, {"label": e.label, "head": e.head, "base": e.base})
         return
     except CoachctxError as e:
         set_status("error", f"Not saved: {e}")
@@ -949,7 +953,9 @@ def render_versions_status(ctx: Context) -> None:
     elif kind != "stale":
         st.error(message, icon=":material/error:")
     else:
-        st.error(f"**Not saved — another coach saved first.** {message}.  \n**Nothing is lost:** your draft is "
+        why = "another coach saved first" if status.get("base") is not None else \
+            f"{status.get('label')} already points at another version"
+        st.error(f"**Not saved — {why}.** {message}.  \n**Nothing is lost:** your draft is "
                  "unchanged on this page, and their version stays where it is. To keep your work as it is, save "
                  f"it with “{NO_LABEL}” (it becomes a version of its own); to build on theirs, compare below, "
                  "load their version and redo your change.", icon=":material/group:")

@@ -207,6 +207,19 @@ class TestVersions:
         assert "**1 change** from v1" in shown
         assert "- **training**: `readiness_injury: exclude -> secondary`" in shown
 
+    def test_a_draft_based_on_no_version_cannot_replace_a_label(self, store_url: str) -> None:
+        with PolicyStore(store_url) as store:
+            store.save(draft_with(recovery_for_training), message="recovery for training", author="ben",
+                       label="live")
+        at = started()
+        assert at.session_state["draft_base"] is None  # the checked-in draft equals no stored version
+        save(at, "my checked-in copy", label="live")
+        refused = [e for e in texts(at.error) if "live already points at another version" in e]
+        assert refused and "your draft is not based on a stored version" in refused[0]
+        assert "--base" not in refused[0]  # the page's words, not the CLI's
+        with PolicyStore(store_url) as store:
+            assert [v.number for v in store.history()] == [1] and store.labels()["live"].version == 1
+
     def test_load_undo_and_the_version_in_decisions_and_traces(self, store_url: str) -> None:
         edited = draft_with(recovery_for_training)
         with PolicyStore(store_url) as store:
