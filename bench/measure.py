@@ -5,7 +5,9 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
+import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -327,6 +329,8 @@ def measure_app(questions: Sequence[str]) -> AppResult:
         from streamlit.testing.v1 import AppTest
     except ImportError as e:
         return AppResult(False, f"streamlit.testing is not importable ({e}): not measured")
+    # the app opens the policy store; measure against a throwaway one, not the user's
+    os.environ["COACHCTX_STORE"] = os.path.join(tempfile.mkdtemp(prefix="coachctx-bench-"), "policies.sqlite")
     at = AppTest.from_file(str(app), default_timeout=120)
     started = time.perf_counter()
     at.run()

@@ -16,10 +16,13 @@ DECISION_SCHEMA = SHARED / "schemas" / "decision.schema.json"
 
 
 @pytest.fixture(autouse=True)
-def _no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test talks to a model unless it sets these itself (against its own local server)."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT"):
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test talks to a model unless it sets these itself (against its own local server), and
+    no test writes the user's policy store (~/.coachctx): each gets a store file of its own."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT",
+                 "COACHCTX_REPLY_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COACHCTX_STORE", str(tmp_path_factory.mktemp("store") / "policies.sqlite"))
 
 
 @pytest.fixture(scope="session")
