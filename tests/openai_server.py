@@ -21,6 +21,11 @@ class ChatBehaviour:
     delay_s: float = 0.0
     raw_body: bytes | None = None
     content_type: str = "application/json"
+    reply_chunks: tuple[str, ...] = ("Keep today easy ", "and skip the intervals. ",
+                                     "If the pain persists, see a physiotherapist.")
+    """What a `stream: true` request (reply generation) receives, one SSE chunk each."""
+    stall_after_chunks_s: float = 0.0
+    """After the chunks, go silent this long (holding the connection) before `[DONE]`."""
 
 
 class _ChatHandler(BaseHTTPRequestHandler):
@@ -40,6 +45,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         b = self.server.behaviour
         if b.delay_s and self.server.release.wait(b.delay_s):
             return  # the test is over; the client gave up long ago
+        if body.get("stream") and b.status == 200 and b.raw_body is None:
+            self._stream(b, body)
+            return
         if b.raw_body is not None:
             out = b.raw_body
         elif b.status != 200:
@@ -56,6 +64,24 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51},
             }).encode()
         self._send(b.status, out, b.content_type)
+
+    def _stream(self, b: ChatBehaviour, body: dict[str, Any]) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for piece in b.reply_chunks:
+                chunk = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 0,
+                         "model": body.get("model", "?"),
+                         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            if b.stall_after_chunks_s:
+                self.server.release.wait(b.stall_after_chunks_s)
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading: that is what a stall test wants
 
     def _send(self, status: int, out: bytes, content_type: str) -> None:
         try:

@@ -5,18 +5,16 @@ The Versions and Impact tabs have their own file, tests/test_app_versions.py.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import streamlit as st
 import yaml
+from openai_server import ChatBehaviour, ChatServer
 from streamlit.testing.v1 import AppTest
 
 from coachctx import cli
@@ -398,52 +396,14 @@ class TestTraceReproduce:
 REPLY_CHUNKS = ("Keep today easy ", "and skip the intervals. ", "If the pain persists, see a physiotherapist.")
 
 
-class FakeOpenAI(BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat-completions endpoint: a label for classification calls, a
-    streamed reply for `stream: true` calls."""
-
-    requests: list[dict[str, Any]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "body": body})
-        if not body.get("stream"):
-            payload = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "injury"},
-                                    "finish_reason": "stop"}]}
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for piece in REPLY_CHUNKS:
-            chunk = {"id": "c2", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
-
-
 @pytest.fixture
-def fake_openai() -> Iterator[str]:
-    FakeOpenAI.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def fake_openai() -> Iterator[ChatServer]:
+    server = ChatServer().start()
+    server.behaviour = ChatBehaviour(content="injury", reply_chunks=REPLY_CHUNKS)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield server
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 class TestReply:
@@ -455,9 +415,9 @@ class TestReply:
         assert any("OPENAI_API_KEY" in i.value and "secrets.toml" in i.value for i in at.info)
         assert "reply" not in at.session_state
 
-    def test_reply_streams_from_an_openai_compatible_server(self, fake_openai: str,
+    def test_reply_streams_from_an_openai_compatible_server(self, fake_openai: ChatServer,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setenv("OPENAI_BASE_URL", fake_openai)
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         at = started()
         d = decision(at)
@@ -466,15 +426,15 @@ class TestReply:
         assert not at.exception
         reply = at.session_state["reply"]["text"]
         assert reply == "".join(REPLY_CHUNKS)
-        streamed = [r["body"] for r in FakeOpenAI.requests if r["body"].get("stream")]
+        streamed = [r["body"] for r in fake_openai.requests if r["body"].get("stream")]
         assert len(streamed) == 1 and streamed[0]["messages"] == d["prompt"]["messages"]
         words = next(m for m in at.metric if m.label == "Words")
         assert words.value == f"{pg.count_words(reply)} / {d['max_words']}"
         assert any("ends with a referral" in s.value for s in at.success)
 
-    def test_reply_settings_from_secrets_toml(self, fake_openai: str) -> None:
+    def test_reply_settings_from_secrets_toml(self, fake_openai: ChatServer) -> None:
         at = new_app()
-        at.secrets["OPENAI_BASE_URL"] = fake_openai
+        at.secrets["OPENAI_BASE_URL"] = fake_openai.base_url
         at.run()
         assert not at.exception
         at.button(key="generate").click().run()
@@ -500,60 +460,24 @@ STALL_CHUNKS = ("Keep today easy ", "and skip the intervals. ")
 REPLY_TIMEOUT_S = 1
 
 
-class StallingOpenAI(BaseHTTPRequestHandler):
+@pytest.fixture
+def stalling_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
     """Answers classification at once, but a streamed reply sends two chunks and then goes
     silent for longer than the page's reply timeout, holding the connection open."""
-
-    release = threading.Event()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if not body.get("stream"):
-            data = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                               "choices": [{"index": 0, "message": {"role": "assistant", "content": "injury"},
-                                            "finish_reason": "stop"}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for piece in STALL_CHUNKS:
-            chunk = {"id": "c2", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-        type(self).release.wait(timeout=20 * REPLY_TIMEOUT_S)  # the stall
-        with contextlib.suppress(OSError):  # the client gave up long ago
-            self.wfile.write(b"data: [DONE]\n\n")
-
-
-@pytest.fixture
-def stalling_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    StallingOpenAI.release = threading.Event()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), StallingOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    server = ChatServer().start()
+    server.behaviour = ChatBehaviour(content="injury", reply_chunks=STALL_CHUNKS,
+                                     stall_after_chunks_s=20 * REPLY_TIMEOUT_S)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("COACHCTX_REPLY_TIMEOUT", str(REPLY_TIMEOUT_S))
     try:
-        yield url
+        yield server
     finally:
-        StallingOpenAI.release.set()
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 class TestSlowReplyStream:
-    def test_a_stalled_stream_keeps_the_partial_reply_and_the_page_stays_usable(self, stalling_openai: str) -> None:
+    def test_a_stalled_stream_keeps_the_partial_reply_and_the_page_stays_usable(self, stalling_openai: ChatServer) -> None:
         at = started()
         assert decision(at)["intent"]["source"] == "model"
         started_at = time.monotonic()
