@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 import yaml
+from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
 from openai_server import ChatBehaviour, ChatServer
 from streamlit.testing.v1 import AppTest
 
@@ -31,19 +31,6 @@ ATHLETES = ("maya", "kenji", "lucia", "omar", "ines", "tom", "priya")
 READINESS = {"readiness_training", "readiness_injury"}
 
 
-@pytest.fixture(autouse=True)
-def _clear_streamlit_caches() -> Iterator[None]:
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-@pytest.fixture(autouse=True)
-def _own_policy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The page opens the policy store on every run: never the user's ~/.coachctx one in tests."""
-    monkeypatch.setenv("COACHCTX_STORE", f"sqlite:///{tmp_path}/store.sqlite")
 
 
 def new_app() -> AppTest:

@@ -7,13 +7,13 @@ instance or the CLI would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 import yaml
+from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
 from streamlit.testing.v1 import AppTest
 
 from coachctx import playground as pg
@@ -31,13 +31,6 @@ CHECKED_IN = ROOT / "policy" / "default.yaml"
 NO_LABEL = "(no label)"
 
 
-@pytest.fixture(autouse=True)
-def _clear_streamlit_caches() -> Iterator[None]:
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 @pytest.fixture
