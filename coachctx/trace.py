@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from coachctx.decision import Decision
-from coachctx.errors import TraceError
+from coachctx.errors import InputError, TraceError
 from coachctx.pipeline import select
 from coachctx.policy import Policy
 from coachctx.routing import ModelAnswer
@@ -37,7 +37,10 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write JSON so the file is either the old one or the whole new one, never half."""
     p = Path(path)
     text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+    except OSError as e:  # name the file the user asked for, not the temporary one
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

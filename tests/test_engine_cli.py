@@ -183,6 +183,8 @@ class TestBadInput:
         (["explain", PAIN, "--athlete", "maya", "--budget", "lots"], "coachctx: argument --budget: invalid int"),
         (["explain", PAIN], "coachctx: the following arguments are required: --athlete"),
         (["frobnicate"], "coachctx: argument command: invalid choice"),
+        (["explain", PAIN, "--athlete", "maya", "--trace-out", "/nonexistent-dir/t.json"],
+         "coachctx: cannot write /nonexistent-dir/t.json: No such file or directory"),
     ])
     def test_exit_2_and_one_line(self, cli: Run, args: list[str], message: str) -> None:
         code, out, err = cli(*args)
