@@ -27,11 +27,15 @@ def dev_rows() -> list[dict[str, Any]]:
 # --- upstreams -------------------------------------------------------------------------------
 
 
+Fault = BaseException | Response | Callable[[Response], Response]
+
+
 class FaultyUpstream:
     """The sample fixtures, except that the listed services misbehave. A fault is an exception
-    (raised) or a Response (returned as is)."""
+    (raised), a Response (returned as is), or a function of the healthy Response (returning
+    the altered one, e.g. with fields emptied)."""
 
-    def __init__(self, faults: Mapping[str, BaseException | Response], base: FixtureUpstream | None = None) -> None:
+    def __init__(self, faults: Mapping[str, Fault], base: FixtureUpstream | None = None) -> None:
         self.faults = dict(faults)
         self.base = base if base is not None else FixtureUpstream()
         self.calls: list[tuple[str, str]] = []
@@ -43,6 +47,8 @@ class FaultyUpstream:
             raise fault
         if isinstance(fault, Response):
             return fault
+        if fault is not None:
+            return fault(self.base.call(service, key))
         return self.base.call(service, key)
 
 

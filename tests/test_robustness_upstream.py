@@ -7,10 +7,11 @@ else is lost: every other fragment is decided exactly as without the fault.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+from engine_support import Fault, FaultyUpstream
 
 from coachctx.decision import Decision
 from coachctx.fragments import FRAGMENTS, SERVICES, ServiceName
@@ -48,30 +49,24 @@ def _emptied(body: Any, service: ServiceName) -> Any:
     return body
 
 
-class FaultyUpstream:
-    """The sample athletes, with one service replaced by a fault."""
-
-    def __init__(self, service: ServiceName, fault: str) -> None:
-        self.inner = FixtureUpstream()
-        self.service = service
-        self.fault = fault
-
-    def call(self, service: ServiceName, key: str) -> Response:
-        if service != self.service:
-            return self.inner.call(service, key)
-        if self.fault == "timeout":
-            raise ServiceTimeout("no answer after 2000 ms")
-        if self.fault == "exception":
-            raise RuntimeError("connection reset by peer")
-        if self.fault == "error_status":
+def faulty(services: Sequence[ServiceName], fault: str) -> FaultyUpstream:
+    """The sample athletes, with these services replaced by one kind of fault."""
+    def as_fault(service: ServiceName) -> Fault:
+        if fault == "timeout":
+            return ServiceTimeout("no answer after 2000 ms")
+        if fault == "exception":
+            return RuntimeError("connection reset by peer")
+        if fault == "error_status":
             return Response(503, {"error": "unavailable"})
-        if self.fault == "malformed_payload":
+        if fault == "malformed_payload":
             return Response(200, "<html><body>502 Bad Gateway</body></html>")
-        if self.fault == "missing_athlete":
-            return Response(404, {"error": "not_found", "message": f"no {service} record for {key}"})
-        if self.fault == "empty_fields":
-            return Response(200, _emptied(self.inner.call(service, key).body, service))
-        raise AssertionError(self.fault)
+        if fault == "missing_athlete":
+            return lambda healthy: Response(404, {"error": "not_found", "message": f"no {service} record"})
+        if fault == "empty_fields":
+            return lambda healthy: Response(200, _emptied(healthy.body, service))
+        raise AssertionError(fault)
+
+    return FaultyUpstream({s: as_fault(s) for s in services})
 
 
 def lost_fragments(service: str, fault: str) -> dict[str, str]:
@@ -127,7 +122,7 @@ class TestFaultMatrix:
     @pytest.mark.parametrize("fault", FAULTS)
     @pytest.mark.parametrize("service", SERVICES)
     def test_fault(self, service: ServiceName, fault: str, policy: Policy, healthy: dict[str, Decision]) -> None:
-        bundle = fetch_bundle(FaultyUpstream(service, fault), "maya")
+        bundle = fetch_bundle(faulty([service], fault), "maya")
         lost = lost_fragments(service, fault)
         status = {"missing_athlete": "never_computed", "empty_fields": "ok"}.get(fault, "unreachable")
         assert bundle[service].status == status
@@ -180,14 +175,7 @@ class TestFaultMatrix:
 class TestEverythingDown:
     @pytest.mark.parametrize("fault", FAULTS)
     def test_all_services_faulty_still_decides(self, fault: str, policy: Policy) -> None:
-        class AllFaulty:
-            def __init__(self) -> None:
-                self.by_service = {s: FaultyUpstream(s, fault) for s in SERVICES}
-
-            def call(self, service: ServiceName, key: str) -> Response:
-                return self.by_service[service].call(service, key)
-
-        bundle = fetch_bundle(AllFaulty(), "maya")
+        bundle = fetch_bundle(faulty(SERVICES, fault), "maya")
         decision = select("Should I train through this pain?", bundle, policy)
         assert decision.selected == ()
         assert decision.coverage == 0.0
@@ -283,18 +271,11 @@ class TestCallsNeverRaise:
 
 class TestConditionsCache:
     def test_a_city_fault_is_fetched_once_and_shared(self) -> None:
-        calls: list[tuple[str, str]] = []
-        inner = FaultyUpstream("conditions", "timeout")
-
-        class Counting:
-            def call(self, service: ServiceName, key: str) -> Response:
-                calls.append((service, key))
-                return inner.call(service, key)
-
+        upstream = faulty(["conditions"], "timeout")
         cache = ConditionsCache()
-        first = fetch_bundle(Counting(), "maya", cache)
-        second = fetch_bundle(Counting(), "ines", cache)  # also Lisbon
-        assert calls.count(("conditions", "Lisbon")) == 1
+        first = fetch_bundle(upstream, "maya", cache)
+        second = fetch_bundle(upstream, "ines", cache)  # also Lisbon
+        assert upstream.calls.count(("conditions", "Lisbon")) == 1
         assert first["conditions"].status == second["conditions"].status == "unreachable"
 
 
