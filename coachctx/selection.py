@@ -25,17 +25,11 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
     """The plan the policy asks for. `contenders` includes `intent` (first) when uncertain;
     `soften_excludes=False` reproduces the original design (excludes of the routed intent
     always apply) so the audit can show what it lost."""
-    ordered = [intent, *[c for c in contenders if c != intent]]
-    if not soften_excludes:
-        ordered = [intent]
+    # the original design looked at the routed intent alone, so its excludes always applied
+    ordered = [intent, *[c for c in contenders if c != intent]] if soften_excludes else [intent]
     intents = [policy.intent(name) for name in ordered]
     primary = _union([i.primary for i in intents])
     secondary = [f for f in _union([i.secondary for i in intents]) if f not in primary]
-    excludes = {f: name for name in reversed(ordered) for f in policy.intent(name).exclude}
-    if not soften_excludes:
-        # the original: the routed intent's exclude wins even over what it was going to request
-        primary = [f for f in primary if f not in excludes]
-        secondary = [f for f in secondary if f not in excludes]
     plan = Plan.initial(primary, secondary)
     changes: dict[str, FragmentState] = {}
     for state in plan.fragments:
