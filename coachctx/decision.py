@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from coachctx.plan import WITHHOLDING
+
 ROUTE_CONFIDENCE: Final = {"rules": 1.0, "model": 0.85, "fallback": 0.6}
 NO_MATCH_CONFIDENCE: Final = 0.4
 
@@ -67,9 +69,8 @@ class Decision:
 
     @property
     def withheld(self) -> list[dict[str, str]]:
-        """One row per withheld fragment: its main reason (the first withholding one)."""
-        from coachctx.plan import WITHHOLDING
-
+        """One row per withheld fragment: its main reason (the first withholding one, as
+        `FragmentState.main_reason` picks it)."""
         rows = []
         for f in self.fragments:
             if f.status != "withheld":

@@ -40,7 +40,7 @@ from coachctx.errors import InputError
 from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.modifiers import ApplyScope
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
-from coachctx.plan import WITHHOLDING, Plan
+from coachctx.plan import Plan
 from coachctx.policy import INTENTS, Policy
 from coachctx.prompt import build_prompt, system_block
 from coachctx.routing import clinical_terms_in, infer_scope, route
@@ -340,7 +340,7 @@ class PolicyRunner:
         withheld = []
         for s in plan.fragments:
             if s.status == "withheld":
-                main = next((x for x in s.reasons if x.code in WITHHOLDING), s.reasons[0] if s.reasons else None)
+                main = s.main_reason
                 if main is not None:
                     withheld.append((s.name, main.code))
         return tuple(plan.selected), tuple(withheld)

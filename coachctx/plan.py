@@ -50,6 +50,11 @@ class FragmentState:
     def codes(self) -> tuple[str, ...]:
         return tuple(r.code for r in self.reasons)
 
+    @property
+    def main_reason(self) -> Reason | None:
+        """The reason shown for a withheld fragment: the first one that withholds it."""
+        return next((r for r in self.reasons if r.code in WITHHOLDING), self.reasons[0] if self.reasons else None)
+
 
 @dataclass(frozen=True)
 class Plan:
