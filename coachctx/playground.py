@@ -26,7 +26,7 @@ import openai
 import pandas as pd
 import yaml
 
-from coachctx.classifier import DEFAULT_MODEL
+from coachctx.classifier import DEFAULT_MODEL, DEFAULT_TIMEOUT_S
 from coachctx.decision import Decision, FragmentDecision
 from coachctx.errors import CoachctxError, InputError, PolicyError
 from coachctx.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
@@ -828,7 +828,7 @@ def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[
     model, _ = pick("COACHCTX_MODEL")
     sources = list(dict.fromkeys(s for s in (key_source, url_source) if s))
     return ModelConfig(api_key=api_key, base_url=base_url, model=model or DEFAULT_MODEL,
-                       timeout_s=_seconds(pick("COACHCTX_MODEL_TIMEOUT")[0], 3.0), source=" and ".join(sources),
+                       timeout_s=_seconds(pick("COACHCTX_MODEL_TIMEOUT")[0], DEFAULT_TIMEOUT_S), source=" and ".join(sources),
                        reply_timeout_s=_seconds(pick("COACHCTX_REPLY_TIMEOUT")[0], REPLY_TIMEOUT_S))
 
 
