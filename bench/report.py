@@ -204,7 +204,7 @@ def quality_section(rows: Sequence[QualityRow]) -> list[str]:
     return [
         "## 3. Decision quality on the dev set",
         "",
-        "Each row of `../shared/questions/dev.yaml` against its athlete (maya unless the row names another), with "
+        "Each row of `tests/data/questions/dev.yaml` against its athlete (maya unless the row names another), with "
         "no model configured, which is how this machine runs: a question the rules are unsure of takes the keyword "
         "fallback. *Needs the model* is the share that would call the classifier in production. The two *ideal "
         "model* columns rerun the unsure rows with a classifier that always answers the row's first label: the "

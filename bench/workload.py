@@ -1,4 +1,4 @@
-"""What the benchmark runs on: the shared dev question set, the sample athletes' bundles, the
+"""What the benchmark runs on: the project's dev question set, the sample athletes' bundles, the
 oracle prompt for a row, and a generated log of questions for the impact run."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from coachctx.prompt import build_prompt, system_block
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, fetch_bundle
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-DEV_QUESTIONS: Final = ROOT.parent / "shared" / "questions" / "dev.yaml"
+DEV_QUESTIONS: Final = ROOT / "tests" / "data" / "questions" / "dev.yaml"
 DEFAULT_ATHLETE: Final = "maya"
 """The dev set judges a row against maya (all four services healthy) unless it names another."""
 
@@ -65,7 +65,7 @@ SUFFIXES: Final = ("", " Thanks.", " I'm a bit worried.", " Keep it short.", " A
 
 def phrasings(rows: Sequence[Row]) -> list[str]:
     """Every dev question wrapped in every prefix, suffix and race countdown: the distinct texts
-    the log draws from (27 x 6 x 5 x 6 = 4,860 for the shared dev set)."""
+    the log draws from (27 x 6 x 5 x 6 = 4,860 for the dev set)."""
     out = []
     for row in rows:
         for prefix in PREFIXES:

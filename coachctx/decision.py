@@ -1,5 +1,5 @@
 """The Decision: the one result of `select()`, and its JSON (a public contract, see
-../shared/schemas/decision.schema.json).
+schemas/decision.schema.json).
 
 coverage
     Share of requested fragments (primary and secondary, after scope drops) that the services

@@ -2,7 +2,7 @@
 
     python sample_logs/make_log.py [--dev PATH] [--broad PATH] [--out PATH] [--seed N]
 
-The log is built from the two labelled question sets (../shared/questions/dev.yaml and
+The log is built from the two labelled question sets (tests/data/questions/dev.yaml and
 tests/data/questions_broad.yaml), spread over the seven sample athletes, plus what real logs
 hold besides: the same questions typed again the way people type in a chat box (lower case,
 no question mark, a greeting or a "thanks" around it, a typo), and questions nobody labelled.
@@ -32,7 +32,7 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DEV = ROOT.parent / "shared" / "questions" / "dev.yaml"
+DEV = ROOT / "tests" / "data" / "questions" / "dev.yaml"
 BROAD = ROOT / "tests" / "data" / "questions_broad.yaml"
 OUT = HERE / "questions.jsonl"
 SEED = 20250601

@@ -10,9 +10,8 @@ from coachctx.policy import Policy, load_policy
 from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-DEV_QUESTIONS = SHARED / "questions" / "dev.yaml"
-DECISION_SCHEMA = SHARED / "schemas" / "decision.schema.json"
+DEV_QUESTIONS = ROOT / "tests" / "data" / "questions" / "dev.yaml"
+DECISION_SCHEMA = ROOT / "schemas" / "decision.schema.json"
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Route accuracy and needs recall over ../shared/questions/dev.yaml, with no model.
+"""Route accuracy and needs recall over tests/data/questions/dev.yaml, with no model.
 
 Route accuracy: the routed intent is one of the row's `intents`. Needs recall: the share of all the
 rows' `needs` fragments that end up selected (athlete maya unless the row names one, tier paid, the
