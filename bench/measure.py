@@ -17,15 +17,12 @@ from typing import Any
 from bench.grow import GrowingUpstream
 from bench.workload import ROOT, LogRow, Row, oracle_tokens, question_log, rebuilt_prompt_tokens
 from coachctx.audit import audit
-from coachctx.availability import CostMode, DropUnavailable, FragmentFact, facts
-from coachctx.budget import SpendBudget
+from coachctx.availability import CostMode, FragmentFact, facts
 from coachctx.decision import Decision
-from coachctx.modifiers import ApplyScope
-from coachctx.pipeline import check_question, select
+from coachctx.pipeline import check_question, plan_for, select
 from coachctx.plan import Plan
 from coachctx.policy import Policy
-from coachctx.routing import ModelAnswer, infer_scope, route
-from coachctx.selection import lookup
+from coachctx.routing import ModelAnswer, clinical_terms_in, infer_scope, route
 from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
 from coachctx.text import tokenise
 from coachctx.tokens import count_tokens
@@ -204,11 +201,9 @@ def route_and_select(question: str, fragment_facts: Mapping[str, FragmentFact], 
     tokens = tokenise(check_question(question))
     decided = route(tokens, policy, None)
     effective, _ = infer_scope(tokens, policy)
-    plan = lookup(policy, decided.intent, decided.contenders)
-    for stage in (ApplyScope(policy, effective, decided.contenders), DropUnavailable(fragment_facts),
-                  SpendBudget(spend, costs)):
-        plan = stage(plan)
-    audit(decided, plan, policy)
+    clinical = clinical_terms_in(tokens, policy)
+    plan = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend).plan
+    audit(decided, plan, policy, clinical)
     return plan
 
 

@@ -1,43 +1,50 @@
-"""Audit: read the routing source and the withheld reasons together and say what looks wrong.
+"""Audit: read the routing source, the scores and the withheld reasons together and say what
+looks wrong.
 
-With the uncertain-routing fix in place, "an exclude removed a runner-up's primary" should
-never fire for the default policy; the audit is what proves it.
+With evidence beating exclusion, "an exclude removed a primary of an intent with evidence" should
+never fire for the default policy; the audit is what proves it. It also warns when a clinical
+question's prompt lacks `readiness_injury`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from coachctx.plan import Plan
 from coachctx.policy import Policy
 from coachctx.routing import Route
+from coachctx.selection import CLINICAL_FRAGMENT
+
+MISSING_CODES = ("unreachable", "never_computed", "empty_field")
 
 
-def audit(route: Route, plan: Plan, policy: Policy) -> list[str]:
+def audit(route: Route, plan: Plan, policy: Policy, clinical: Sequence[str] = ()) -> list[str]:
     warnings: list[str] = []
     scores = route.scores.scores
     top_score = scores.get(route.intent, 0.0)
-    # Contenders are measured from the top keyword score, as selection measures them: when the
-    # model picks the runner-up, an intent within `margin` of that pick but not of the top is no
-    # contender, and its primary being excluded is the policy working, not a lost signal.
-    keyword_top = route.scores.top[1]
-    if route.source != "rules":
-        for state in plan.fragments:
-            if "excluded" not in state.codes:
+    for state in plan.fragments:
+        if "excluded" not in state.codes:
+            continue
+        for other, value in route.scores.ranked():
+            if other == route.intent or value <= 0:
                 continue
-            for other, value in route.scores.ranked():
-                if other == route.intent or value <= 0 or state.name not in policy.intent(other).primary:
-                    continue
-                if keyword_top - value > policy.routing.margin + 1e-9:
-                    continue
-                who = "the runner-up" if other == route.runner_up else "the contender"
-                warnings.append(
-                    f"intent came from the {route.source}; exclude removed {state.name}, which is primary for "
-                    f"{who} {other} (score {value:g} vs {top_score:g})")
+            asks = policy.intent(other).requests(state.name)
+            if asks != "primary":
+                continue
+            who = "the runner-up" if other == route.runner_up else "the contender"
+            warnings.append(
+                f"intent came from the {route.source}; exclude removed {state.name}, which is primary for "
+                f"{who} {other} (score {value:g} vs {top_score:g})")
     for state in plan.fragments:
         if state.role == "primary" and state.status == "withheld":
-            missing = [r for r in state.reasons if r.code in ("unreachable", "never_computed", "empty_field")]
+            missing = [r for r in state.reasons if r.code in MISSING_CODES]
             if missing:
                 warnings.append(f"primary fragment {state.name} is missing ({missing[0].code}: "
                                 f"{missing[0].detail}); the reply cannot use it")
+    if clinical and CLINICAL_FRAGMENT not in plan.selected:
+        why = plan[CLINICAL_FRAGMENT].main_reason
+        warnings.append(f"the question sounds clinical ({', '.join(clinical)}) but the prompt lacks "
+                        f"{CLINICAL_FRAGMENT}" + (f" ({why.code}: {why.detail})" if why else ""))
     if route.matched_nothing:
         seen = ", ".join(route.scripts) or "no letters"
         warnings.append(f"no vocabulary matched (scripts seen: {seen}); such questions always leave the rules")

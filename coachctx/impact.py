@@ -1,6 +1,6 @@
 """Impact analysis: run a set of questions through two policies and report what changes.
 
-A question set is YAML in the format of ../shared/questions/dev.yaml (`q`, labels `intents`,
+A question set is YAML in the format of tests/data/questions/dev.yaml (`q`, labels `intents`,
 `needs` and `scope`, the horizon the question implies), or a log as JSONL or CSV with a
 `question` (or `q`) column and optional `athlete`, `scope` (the scope the caller asked for),
 `tier`, `intents` and `needs` columns. A row naming no athlete is judged against `maya`, as
@@ -34,17 +34,13 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import yaml
 
-from coachctx.availability import CostMode, DropUnavailable, FragmentFact, facts
-from coachctx.budget import SpendBudget
+from coachctx.availability import CostMode, FragmentFact, facts
 from coachctx.errors import InputError
 from coachctx.fragments import FRAGMENT_NAMES
-from coachctx.modifiers import ApplyScope
-from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
-from coachctx.plan import Plan
+from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy
 from coachctx.prompt import build_prompt, system_block
-from coachctx.routing import clinical_terms_in, infer_scope, route
-from coachctx.selection import lookup
+from coachctx.routing import Route, clinical_terms_in, infer_scope, route
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
 from coachctx.tokens import count_messages
@@ -292,6 +288,9 @@ class _Routed:
     contenders: tuple[str, ...]
     scope: str | None
     clinical: tuple[str, ...]
+    route: Route
+    evidence: tuple[str, ...]
+    """The intents that scored: with the clinical flag, they decide the plan as much as the route."""
 
 
 class PolicyRunner:
@@ -309,7 +308,7 @@ class PolicyRunner:
         spend = self.policy.tiers[tier]
         a = self.bundles.get(athlete)
         r = self._route(q, tokens)
-        plan_key = (athlete, spend, r.scope, r.intent, r.contenders)
+        plan_key = (athlete, spend, r.scope, r.intent, r.contenders, r.evidence, bool(r.clinical), r.source)
         planned = self._plans.get(plan_key)
         if planned is None:
             planned = self._plans[plan_key] = self._plan(a, spend, r)
@@ -330,13 +329,11 @@ class PolicyRunner:
         """`select()`'s routing without a classifier, its scope and its clinical terms."""
         r = route(tokens, self.policy, None)
         scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
-        return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)))
+        return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)), r,
+                       tuple(n for n, v in r.scores.scores.items() if v > 0))
 
     def _plan(self, a: _Athlete, spend: int, r: _Routed) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-        plan: Plan = lookup(self.policy, r.intent, r.contenders)
-        for stage in (ApplyScope(self.policy, r.scope, r.contenders), DropUnavailable(a.facts),
-                      SpendBudget(spend, a.costs)):
-            plan = stage(plan)
+        plan = plan_for(r.route, self.policy, r.scope, r.clinical, a.facts, a.costs, spend).plan
         withheld = []
         for s in plan.fragments:
             if s.status == "withheld":

@@ -22,7 +22,7 @@ from coachctx.policy import INTENTS, SCOPES, Policy
 from coachctx.routing import TermMatcher, is_confident
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
-                   "weak-vocabulary", "missing-language"]
+                   "weak-vocabulary", "missing-language", "no-unmatched-set"]
 Severity = Literal["error", "warning"]
 
 RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
@@ -33,6 +33,8 @@ RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
     "promote-excluded": ("error", "a promote modifier names a fragment an intent it applies to excludes"),
     "weak-vocabulary": ("error", "no single term of the intent reaches the confident threshold"),
     "missing-language": ("warning", "a language used in the vocabulary has no terms for the intent"),
+    "no-unmatched-set": ("warning", "the policy has no unmatched section, so a question no term matched sees "
+                                    "only general's context"),
 }
 
 
@@ -55,7 +57,8 @@ def lint_policy(policy: Policy) -> list[Finding]:
     """Every finding, rule by rule in the order of `RULES`."""
     keys = _term_keys(policy)
     return [*_exclude_conflicts(policy, keys), *_shared_terms(keys), *_unrequested(policy),
-            *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy)]
+            *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
+            *_no_unmatched_set(policy)]
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
@@ -154,12 +157,23 @@ def _shared_terms(keys: Mapping[str, list[_Key]]) -> Iterable[Finding]:
 
 def _unrequested(policy: Policy) -> Iterable[Finding]:
     requested = {f for ip in policy.intents.values() for f in (*ip.primary, *ip.secondary)}
+    if policy.unmatched is not None:
+        requested |= {*policy.unmatched.primary, *policy.unmatched.secondary}
     promoted = {m.fragment for s in policy.scopes.values() for m in s.modifiers if m.action == "promote"}
     for fragment in FRAGMENT_NAMES:
         if fragment not in requested and fragment not in promoted:
             yield _finding("unrequested-fragment", "intents",
                            f"no intent requests {fragment} (as primary or secondary) and no scope promotes it: "
                            "it is fetched but can never reach a prompt")
+
+
+def _no_unmatched_set(policy: Policy) -> Iterable[Finding]:
+    if policy.unmatched is None:
+        general = ", ".join(policy.intent("general").primary)
+        yield _finding("no-unmatched-set", "unmatched",
+                       f"no unmatched section: a question no term matched and no model answered sees only "
+                       f"general's context ({general}); add one with the readiness lines, the training block "
+                       f"and the profile")
 
 
 def _promote_excluded(policy: Policy) -> Iterable[Finding]:

@@ -7,12 +7,14 @@ the rules are unsure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _pkg_version
 from typing import Final, Literal, get_args
 
 from coachctx.audit import audit
-from coachctx.availability import CostMode, DropUnavailable, facts
+from coachctx.availability import CostMode, DropUnavailable, FragmentFact, facts
 from coachctx.budget import SpendBudget
 from coachctx.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
 from coachctx.errors import InputError
@@ -94,19 +96,13 @@ def select(
         effective, inferred_from = scope, None
     fragment_facts = facts(bundle)
     costs = {name: f.cost(cost_mode) for name, f in fragment_facts.items()}
-    apply_scope = ApplyScope(policy, effective, decided.contenders)
-    spend_budget = SpendBudget(spend, costs)
-
-    plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes)
-    considered = [decided.intent, *[c for c in decided.contenders if c != decided.intent]] \
-        if soften_excludes else [decided.intent]
-    for stage in (apply_scope, DropUnavailable(fragment_facts), spend_budget):
-        plan = stage(plan)
-
-    warnings = [*audit(decided, plan, policy), *apply_scope.warnings]
+    clinical = clinical_terms_in(tokens, policy)
+    planned = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
+                       soften_excludes=soften_excludes)
+    plan, considered = planned.plan, planned.considered
+    warnings = [*audit(decided, plan, policy, clinical), *planned.warnings]
     coverage = _coverage(plan)
     factor = NO_MATCH_CONFIDENCE if decided.matched_nothing else ROUTE_CONFIDENCE[decided.source]
-    clinical = clinical_terms_in(tokens, policy)
     max_words = max(policy.intent(c).max_words for c in decided.contenders) if decided.source != "rules" \
         else policy.intent(decided.intent).max_words
     system = system_block(bundle.language, max_words, clinical)
@@ -135,7 +131,7 @@ def select(
         confidence=round(coverage * factor, 4),
         tokens={"prompt": prompt_tokens, "naive": naive_tokens,
                 "saved_pct": round(100 * (naive_tokens - prompt_tokens) / naive_tokens, 1),
-                "cost_mode": cost_mode, "budget_spent": spend_budget.spent,
+                "cost_mode": cost_mode, "budget_spent": planned.spent,
                 "selected_cost": sum(costs[n] for n in plan.selected), "encoding": "cl100k_base"},
         policy={"source": policy_source, "digest": policy.digest, "version": policy_version},
         version=VERSION,
@@ -145,6 +141,42 @@ def select(
         services={s: {"status": r.status, "detail": r.detail} for s, r in bundle.results.items()},
         prompt={"messages": prompt.messages, "naive_messages": naive.messages},
     )
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the selection stages decided, with the notes they made on the way."""
+
+    plan: Plan
+    considered: tuple[str, ...]
+    """The intents whose lists the plan read: the routed intent, its contenders, then the
+    intents with evidence in the question."""
+    warnings: tuple[str, ...]
+    spent: int
+
+
+def evidence_of(decided: Route) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Every intent that scored above zero, best first, with the terms it matched."""
+    return {name: decided.scores.matched[name] for name, value in decided.scores.ranked() if value > 0}
+
+
+def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
+             fragment_facts: Mapping[str, FragmentFact], costs: Mapping[str, int], spend: int, *,
+             soften_excludes: bool = True) -> Planned:
+    """Policy lookup, scope modifiers, availability and budget: the one sequence of selection
+    stages, shared by `select()`, impact analysis and the benchmark."""
+    evidence = evidence_of(decided)
+    unmatched = decided.matched_nothing and decided.source == "fallback"
+    plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
+                  evidence=evidence, clinical=clinical, unmatched=unmatched)
+    ordered = [decided.intent, *[c for c in decided.contenders if c != decided.intent]]
+    considered = tuple([*ordered, *[e for e in evidence if e not in ordered]] if soften_excludes
+                       else [decided.intent])
+    apply_scope = ApplyScope(policy, scope, decided.contenders)
+    spend_budget = SpendBudget(spend, costs)
+    for stage in (apply_scope, DropUnavailable(fragment_facts), spend_budget):
+        plan = stage(plan)
+    return Planned(plan, considered, tuple(apply_scope.warnings), spend_budget.spent)
 
 
 def _coverage(plan: Plan) -> float:

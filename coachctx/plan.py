@@ -16,7 +16,8 @@ Role = Literal["primary", "secondary", "none"]
 Status = Literal["selected", "withheld"]
 ReasonCode = Literal[
     "not_requested", "excluded", "dropped_by_scope", "unreachable", "never_computed", "empty_field",
-    "over_budget", "promoted_by_scope", "demoted_by_scope", "kept_despite_exclude",
+    "over_budget", "promoted_by_scope", "demoted_by_scope", "kept_despite_exclude", "evidence_in_question",
+    "clinical_question",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = ReasonCode.__args__  # type: ignore[attr-defined]
 WITHHOLDING: frozenset[str] = frozenset({

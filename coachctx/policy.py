@@ -103,6 +103,25 @@ class IntentPolicy(_Strict):
         return None
 
 
+class UnmatchedPolicy(_Strict):
+    """What a question may see when no term matched and no model answered: a safe set."""
+
+    primary: list[FragmentName]
+    secondary: list[FragmentName] = []
+
+    @field_validator("primary", "secondary")
+    @classmethod
+    def _unique(cls, values: list[str]) -> list[str]:
+        return list(_no_duplicates(values))
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> UnmatchedPolicy:
+        both = [f for f in self.primary if f in self.secondary]
+        if both:
+            raise ValueError(f"{both[0]!r} is in both primary and secondary")
+        return self
+
+
 class Routing(_Strict):
     confident_threshold: Annotated[float, Field(ge=0)] = 1.0
     margin: Annotated[float, Field(ge=0)] = 1.0
@@ -138,6 +157,8 @@ class Policy(_Strict):
     routing: Routing = Routing()
     tiers: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")], Annotated[int, Field(ge=0, le=1_000_000)]]
     intents: dict[IntentName, IntentPolicy]
+    unmatched: UnmatchedPolicy | None = None
+    """The safe set for a question no term matched; without it such a question sees `general`'s."""
     vocabulary: dict[IntentName, dict[Language, dict[Term, Weight]]]
     scopes: dict[ScopeName, ScopePolicy] = {}
     clinical_terms: dict[Language, list[Term]] = {}
@@ -178,7 +199,10 @@ class Policy(_Strict):
 
 def policy_digest(policy: Policy) -> str:
     """A short content hash: equal policies have equal digests whatever their YAML layout."""
-    canonical = json.dumps(policy.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    data = policy.model_dump(mode="json")
+    if data.get("unmatched") is None:  # a policy written before the section existed keeps its digest
+        data.pop("unmatched", None)
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
@@ -308,6 +332,8 @@ def load_policy(path: str | Path | None = None) -> Policy:
 def policy_to_yaml(policy: Policy) -> str:
     """The policy as YAML a coach can read; `parse_policy` of it gives an equal policy."""
     data = policy.model_dump(mode="json", exclude_defaults=False)
+    if data.get("unmatched") is None:
+        data.pop("unmatched", None)
     for scope in data.get("scopes", {}).values():
         for m in scope.get("modifiers", []):
             if m.get("intents") is None:
@@ -353,7 +379,9 @@ def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
     steps = list(loc)
     while steps and model is not None:
         step = steps.pop(0)
-        if model is Policy and step in ("intents", "scopes") and steps:
+        if model is Policy and step == "unmatched":
+            model = UnmatchedPolicy
+        elif model is Policy and step in ("intents", "scopes") and steps:
             steps.pop(0)
             model = IntentPolicy if step == "intents" else ScopePolicy
         elif model is ScopePolicy and step == "modifiers" and steps:

@@ -15,10 +15,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
 from coachctx.policy import INTENTS, LANGUAGES, Policy
 from coachctx.text import Tokens, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
+FUZZY_FACTOR: Final = 0.75
+"""A misspelt word matches a term at this share of the term's weight."""
+
+
+def fuzzy_distance(word: str) -> int:
+    """The edit distance a misspelling of a word this long may have: 1 from 5 letters, 2 from 9."""
+    return 2 if len(word) >= 9 else 1 if len(word) >= 5 else 0
 
 RouteSource = Literal["rules", "model", "fallback"]
 FallbackReason = Literal["no_model_configured", "model_error", "model_timeout", "invalid_label", "no_match"]
@@ -54,10 +64,15 @@ class TermMatcher:
     longest_prefix: int
     fingerprint: str
     """Content hash of the compiled table: equal tables share their results on one question."""
+    fuzzy: Mapping[str, tuple[_Term, ...]] = field(default_factory=dict)
+    """Single-word terms of spaced scripts (5+ letters) as written, for typo-tolerant matching; never
+    Han/Kana substrings or Hangul prefixes."""
+    _fuzzy_seen: dict[str, tuple[_Term, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
         stemmed: dict[str, dict[tuple[str, ...], list[_Term]]] = {}
+        fuzzy: dict[str, list[_Term]] = {}
         substrings: list[tuple[str, _Term]] = []
         prefixes: list[tuple[str, _Term]] = []
         longest = 1
@@ -74,6 +89,8 @@ class TermMatcher:
                     elif mode == "prefix" and len(words.words) == 1:
                         prefixes.append((words.words[0], entry))
                     elif words.words:
+                        if len(words.words) == 1 and fuzzy_distance(words.words[0]) and words.words[0].isalpha():
+                            fuzzy.setdefault(words.words[0], []).append(entry)
                         algorithm = mode if mode != "prefix" else "prefix"
                         for phrase in itertools.product(*(sorted(_keys(w, algorithm))
                                                           for w in words.words[:MAX_PHRASE_WORDS])):
@@ -95,6 +112,7 @@ class TermMatcher:
             firsts={a: frozenset(p[0] for p in phrases) for a, phrases in compiled.items()},
             spaced_substrings=tuple((k, e) for k, e in substrings if " " in k),
             longest_prefix=max((len(p) for p, _ in prefixes), default=0),
+            fuzzy={w: tuple(ts) for w, ts in fuzzy.items()},
             fingerprint=hashlib.sha256(json.dumps(table, sort_keys=True, ensure_ascii=False,
                                                   default=str).encode()).hexdigest(),
         )
@@ -110,12 +128,14 @@ class TermMatcher:
     def _find(self, tokens: Tokens) -> list[_Term]:
         found: dict[tuple[str, str], _Term] = {}
         words = tokens.words
+        known = [False] * len(words)
         for algorithm, phrases in self.stemmed.items():
             firsts = self.firsts[algorithm]
             stems = list(words) if algorithm == "prefix" else tokens.stems(algorithm)
             for i, first in enumerate(stems):
                 if first not in firsts:
                     continue
+                known[i] = True
                 for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
                     for entry in phrases.get(tuple(stems[i : i + n]), ()):
                         found.setdefault((entry.label, entry.term), entry)
@@ -128,7 +148,32 @@ class TermMatcher:
                 for k in range(1, min(len(w), self.longest_prefix) + 1):
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
+        if self.fuzzy:
+            terms_found = {e.term for e in found.values()}
+            for i, w in enumerate(words):
+                if not known[i]:
+                    for entry in self._near(w):
+                        if entry.term.split(" (", 1)[0] not in terms_found:
+                            found.setdefault((entry.label, entry.term.split(" (", 1)[0]), entry)
         return list(found.values())
+
+    def _near(self, word: str) -> tuple[_Term, ...]:
+        """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word
+        within `fuzzy_distance`, starting with the same letter; none for a word the table has."""
+        cached = self._fuzzy_seen.get(word)
+        if cached is not None:
+            return cached
+        near: tuple[_Term, ...] = ()
+        limit = fuzzy_distance(word)
+        if limit and word.isalpha() and word not in self.fuzzy:
+            best = process.extractOne(word, self.fuzzy.keys(), scorer=OSA.distance, score_cutoff=limit,
+                                      processor=None)
+            if best is not None and best[0][0] == word[0] and fuzzy_distance(best[0]) >= best[1]:
+                near = tuple(_Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6))
+                             for e in self.fuzzy[best[0]])
+        if len(self._fuzzy_seen) < 50_000:
+            self._fuzzy_seen[word] = near
+        return near
 
 
 def vocabulary_matcher(policy: Policy) -> TermMatcher:
@@ -261,8 +306,9 @@ def route(question: str | Tokens, policy: Policy, classifier: Classifier | None)
     if classifier is None:
         return Route(intent=fallback_intent, source="fallback", fallback_reason="no_model_configured",
                      contenders=tuple(keyword_contenders or [fallback_intent]),
-                     reason=f"{why_unsure}; no model configured (set OPENAI_API_KEY or OPENAI_BASE_URL), "
-                            f"so fell back to {fallback_intent}", **common)  # type: ignore[arg-type]
+                     reason=_fallback_reason(why_unsure, "no model configured (set OPENAI_API_KEY or "
+                                             "OPENAI_BASE_URL)", fallback_intent, top, policy),
+                     **common)  # type: ignore[arg-type]
     started = time.perf_counter()
     try:
         answer = classifier(question.raw if isinstance(question, Tokens) else question, INTENTS)
@@ -278,7 +324,7 @@ def route(question: str | Tokens, policy: Policy, classifier: Classifier | None)
                 f"the model answered {_short(answer.raw)}, which is not an intent")
         return Route(intent=fallback_intent, source="fallback", fallback_reason=kind,
                      contenders=tuple(keyword_contenders or [fallback_intent]),
-                     reason=f"{why_unsure}; {what}, so fell back to {fallback_intent}",
+                     reason=_fallback_reason(why_unsure, what, fallback_intent, top, policy),
                      **common, **model)  # type: ignore[arg-type]
     contenders = [label] + [c for c in keyword_contenders if c != label]
     return Route(intent=label, source="model", contenders=tuple(contenders),
@@ -286,11 +332,17 @@ def route(question: str | Tokens, policy: Policy, classifier: Classifier | None)
                  **common, **model)  # type: ignore[arg-type]
 
 
+def _fallback_reason(why_unsure: str, what: str, intent: str, top: str | None, policy: Policy) -> str:
+    if top is None and policy.unmatched is not None:
+        return f"{why_unsure}; {what}, so the question sees the policy's unmatched set"
+    return f"{why_unsure}; {what}, so fell back to {intent}"
+
+
 def _why_unsure(top: str | None, top_score: float, runner: str | None, runner_score: float,
                 threshold: float, margin: float, scores: Scores) -> str:
     if top is None:
         seen = ", ".join(scores.scripts) or "none"
-        return f"no vocabulary matched (scripts seen: {seen})"
+        return f"no term matched (scripts seen: {seen})"
     if top_score < threshold:
         return f"rules unsure: {top} scored {top_score:g} < threshold {threshold:g}"
     return (f"rules unsure: {top} {top_score:g} leads {runner} {runner_score:g} by "

@@ -1,17 +1,28 @@
-"""Policy lookup and excludes: the first plan from the routed intent and its contenders.
+"""Policy lookup and excludes: the first plan from the routed intent, its contenders and the
+other intents the question has evidence for.
 
-Certain routing (one contender): the intent's lists apply as written, excludes in full.
-Uncertain routing: primaries are the union of the contenders' primaries, secondaries the union
-of their secondaries, and an exclude applies only if no contender asks for the fragment; a
-softened exclude is recorded as `kept_despite_exclude`, naming who needed it.
+- Certain routing (one contender): the intent's lists apply as written.
+- Uncertain routing: primaries are the union of the contenders' primaries, secondaries the union
+  of their secondaries.
+- Evidence beats exclusion, on every route: an intent that scored above zero but is no contender
+  contributes its primaries, spent first in the budget order (`evidence_in_question`), and no
+  exclude withholds a fragment an intent with evidence holds as primary (`kept_despite_exclude`).
+- A clinical question always carries `readiness_injury` as a primary (`clinical_question`).
+- A question that matched no term and got no model label sees the policy's `unmatched` set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from coachctx.plan import FragmentState, Plan, Reason
 from coachctx.policy import Policy
+
+CLINICAL_FRAGMENT = "readiness_injury"
+"""What a question that sounds clinical always carries when the service supplied it."""
+
+Evidence = Mapping[str, Sequence[tuple[str, float]]]
+"""Intent -> the terms it matched in the question, for every intent that scored above zero."""
 
 
 def _union(lists: Sequence[Sequence[str]]) -> list[str]:
@@ -21,35 +32,91 @@ def _union(lists: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_excludes: bool = True) -> Plan:
+def _terms(matched: Sequence[tuple[str, float]]) -> str:
+    return ", ".join(f"{t} {w:g}" for t, w in matched) or "no terms"
+
+
+def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_excludes: bool = True,
+           evidence: Evidence | None = None, clinical: Sequence[str] = (), unmatched: bool = False) -> Plan:
     """The plan the policy asks for. `contenders` includes `intent` (first) when uncertain;
-    `soften_excludes=False` reproduces the original design (excludes of the routed intent
-    always apply) so the audit can show what it lost."""
-    # the original design looked at the routed intent alone, so its excludes always applied
+    `evidence` holds the matched terms of every intent that scored; `clinical` the clinical terms
+    the question matched. `soften_excludes=False` reproduces the original design (the routed
+    intent's lists alone, excludes always applied) so the audit can show what it lost."""
+    if unmatched and soften_excludes and policy.unmatched is not None:
+        return _unmatched_plan(policy, clinical)
+    evidence = evidence or {}
     ordered = [intent, *[c for c in contenders if c != intent]] if soften_excludes else [intent]
     intents = [policy.intent(name) for name in ordered]
     primary = _union([i.primary for i in intents])
-    secondary = [f for f in _union([i.secondary for i in intents]) if f not in primary]
+    extra = [name for name in evidence if name not in ordered and evidence[name]] if soften_excludes else []
+    from_evidence: dict[str, str] = {}
+    for name in extra:
+        for fragment in policy.intent(name).primary:
+            if fragment not in primary:
+                from_evidence.setdefault(fragment, name)
+    is_clinical = bool(clinical) and soften_excludes
+    if is_clinical and CLINICAL_FRAGMENT not in primary:
+        primary.append(CLINICAL_FRAGMENT)
+        from_evidence.pop(CLINICAL_FRAGMENT, None)
+    secondary = [f for f in _union([list(from_evidence), *[i.secondary for i in intents]]) if f not in primary]
     plan = Plan.initial(primary, secondary)
+    holders = {name: policy.intent(name) for name in [*ordered, *extra]}
     changes: dict[str, FragmentState] = {}
     for state in plan.fragments:
         excluded_by = [n for n in ordered if state.name in policy.intent(n).exclude]
         if state.role == "none":
             if excluded_by and len(ordered) > 1:
-                changes[state.name] = state.withhold(Reason(
+                state = state.withhold(Reason(
                     "excluded", f"{_names(excluded_by)} excludes it and no contender "
                                 f"({_names(ordered)}) asks for it"))
             elif excluded_by:
-                changes[state.name] = state.withhold(Reason("excluded", f"the {excluded_by[0]} intent excludes it"))
+                state = state.withhold(Reason("excluded", f"the {excluded_by[0]} intent excludes it"))
             else:
-                changes[state.name] = state.withhold(Reason(
+                state = state.withhold(Reason(
                     "not_requested", f"{_names(ordered)} neither asks for nor excludes it"))
-        elif excluded_by:
-            needed_by = [n for n in ordered if policy.intent(n).requests(state.name)]
-            changes[state.name] = state.note(Reason(
-                "kept_despite_exclude",
-                f"{_names(excluded_by)} excludes it, but routing is uncertain and "
-                f"{_names(needed_by)} needs it as {policy.intent(needed_by[0]).requests(state.name)}"))
+            changes[state.name] = state
+            continue
+        if state.name in from_evidence:
+            who = from_evidence[state.name]
+            state = state.note(Reason(
+                "evidence_in_question", f"{who} has evidence in the question ({_terms(evidence[who])}) and "
+                                        f"holds it as primary, so it is spent before generic secondaries"))
+        if is_clinical and state.name == CLINICAL_FRAGMENT:
+            state = state.note(Reason(
+                "clinical_question", f"the question sounds clinical ({', '.join(clinical)}): "
+                                     f"{CLINICAL_FRAGMENT} always goes in when the service supplied it"))
+        if excluded_by:
+            state = state.note(Reason("kept_despite_exclude", _why_kept(state.name, excluded_by, ordered,
+                                                                        holders, evidence, is_clinical)))
+        changes[state.name] = state
+    return plan.update(changes)
+
+
+def _why_kept(fragment: str, excluded_by: Sequence[str], ordered: Sequence[str],
+              holders: Mapping[str, object], evidence: Evidence, is_clinical: bool) -> str:
+    needed_by = [n for n in ordered if holders[n].requests(fragment)]  # type: ignore[attr-defined]
+    if needed_by:
+        return (f"{_names(excluded_by)} excludes it, but routing is uncertain and {_names(needed_by)} needs it "
+                f"as {holders[needed_by[0]].requests(fragment)}")  # type: ignore[attr-defined]
+    with_evidence = [n for n in holders if n not in ordered and fragment in holders[n].primary]  # type: ignore[attr-defined]
+    if with_evidence:
+        who = with_evidence[0]
+        return (f"{_names(excluded_by)} excludes it, but {who} has evidence in the question "
+                f"({_terms(evidence[who])}) and holds it as primary")
+    assert is_clinical, fragment
+    return f"{_names(excluded_by)} excludes it, but the question sounds clinical"
+
+
+def _unmatched_plan(policy: Policy, clinical: Sequence[str]) -> Plan:
+    lists = policy.unmatched
+    assert lists is not None
+    primary = list(lists.primary)
+    if clinical and CLINICAL_FRAGMENT not in primary:
+        primary.append(CLINICAL_FRAGMENT)  # type: ignore[arg-type]
+    plan = Plan.initial(primary, [f for f in lists.secondary if f not in primary])
+    changes = {s.name: s.withhold(Reason("not_requested", "no term matched and the policy's unmatched set "
+                                                          "does not ask for it"))
+               for s in plan.fragments if s.role == "none"}
     return plan.update(changes)
 
 

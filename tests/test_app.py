@@ -67,6 +67,11 @@ def set_margin_zero(data: dict[str, Any]) -> None:
     data["routing"]["margin"] = 0.0
 
 
+def margin_zero_and_no_secondaries(data: dict[str, Any]) -> None:
+    data["routing"]["margin"] = 0.0
+    data["tiers"]["paid"] = 0
+
+
 def all_text(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [e.value for e in at.error] + [w.value for w in at.warning]
     parts += [i.value for i in at.info] + [s.value for s in at.success] + [c.value for c in at.caption]
@@ -174,10 +179,12 @@ class TestPolicyEditor:
         assert not at.exception
         after = decision(at)
         assert after["policy"]["digest"] != before["policy"]["digest"]
-        # margin 0: the tie is "certain", so the routed intent's exclude applies in full again
+        # margin 0: the tie is "certain", yet the other intent has evidence in the question, so its exclude
+        # cannot remove the readiness signal it holds as primary
         assert after["intent"]["source"] == "rules"
-        assert not set(after["selected"]) >= READINESS
-        assert any(r["code"] == "excluded" for f in after["fragments"] for r in f["reasons"] if f["name"] in READINESS)
+        assert set(after["selected"]) >= READINESS
+        assert any(r["code"] == "kept_despite_exclude" and "evidence in the question" in r["detail"]
+                   for f in after["fragments"] for r in f["reasons"] if f["name"] in READINESS)
 
     def test_draft_set_through_session_state_changes_the_decision(self) -> None:
         at = new_app()
@@ -349,7 +356,7 @@ class TestTraceReproduce:
     def test_a_changed_draft_highlights_the_differences(self, tmp_path: Path) -> None:
         at = started()
         at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json"))
-        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        at.text_area(key="policy_yaml").set_value(draft_with(margin_zero_and_no_secondaries)).run()
         assert not at.exception
         assert any("difference" in e.value for e in at.error)
         diffs = next(df.value for df in at.dataframe if list(df.value.columns) == ["field", "recorded", "now"])

@@ -281,7 +281,7 @@ class TestImpactUploads:
         ]}
         at = started()
         at.text_area(key="policy_yaml").set_value(
-            draft_with(lambda d: d["routing"].update(margin=0.0))).run()
+            draft_with(lambda d: d["intents"]["nutrition"]["primary"].remove("readiness_nutrition"))).run()
         at.radio(key="impact_source").set_value("upload").run()
         at.file_uploader(key="impact_upload").set_value(
             ("dev.yaml", yaml.safe_dump(questions).encode(), "application/x-yaml")).run()
@@ -290,7 +290,7 @@ class TestImpactUploads:
         assert not at.exception
         report = at.session_state["impact_result"]["report"]
         assert report.summary()["questions"] == 2 and report.summary()["changed"] == 1
-        # margin 0 makes the pain question "certain", so an exclude drops a needed fragment
+        # nutrition no longer asks for its own readiness line, so the protein question loses it
         assert report.candidate_metrics.needs_recall < report.base_metrics.needs_recall
         confusion = frame_with(at, "training", "injury", "general")
         assert confusion.shape == (6, 7)

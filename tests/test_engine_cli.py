@@ -1,4 +1,4 @@
-"""The CLI and the Decision JSON contract: `explain --json` validates against the shared schema,
+"""The CLI and the Decision JSON contract: `explain --json` validates against the project's schema,
 bad input exits 2 with one line on stderr, traces replay, `check-policy` and `athletes` work."""
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ class TestPainQuestionWithoutModel:
     def test_the_softened_excludes_are_recorded(self, policy: Policy, maya: Bundle) -> None:
         d = select(PAIN, maya, policy)
         for name in READINESS:
-            assert [r["code"] for r in d.fragment(name).reasons] == ["kept_despite_exclude"]
+            assert "kept_despite_exclude" in [r["code"] for r in d.fragment(name).reasons]
         assert d.fragment("readiness_injury").requested_by == {"injury": "primary"}
 
 

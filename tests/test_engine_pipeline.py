@@ -19,6 +19,7 @@ from coachctx.services import Bundle
 # A question that routes to training by the rules whatever the coaches do to the weights.
 TRAINING = "Plan my interval training: tempo workout, race pace, long run"
 
+KNEE_MARATHON = "My knee hurts, can I run the marathon on Sunday?"
 REASON_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
     # (code, question, athlete, select kwargs, fragment that carries it)
     ("not_requested", TRAINING, "maya", {}, "chronotype"),
@@ -31,6 +32,9 @@ REASON_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
     ("promoted_by_scope", TRAINING, "maya", {"scope": "today"}, "conditions_today"),
     ("demoted_by_scope", TRAINING, "maya", {"scope": "week"}, "readiness_training"),
     ("kept_despite_exclude", PAIN, "maya", {}, "readiness_injury"),
+    # training wins outright, injury has evidence: its primaries come along ahead of the secondaries
+    ("evidence_in_question", KNEE_MARATHON, "lucia", {}, "baseline_mobility"),
+    ("clinical_question", KNEE_MARATHON, "lucia", {}, "readiness_injury"),
 ]
 
 
@@ -49,12 +53,12 @@ class TestReasonCodes:
         assert (f.status == "withheld") is (code in WITHHOLDING)
         assert all(r["detail"] for r in f.reasons)
 
-    def test_the_cases_cover_all_ten_codes(self, policy: Policy, bundles: dict[str, Bundle]) -> None:
+    def test_the_cases_cover_every_code(self, policy: Policy, bundles: dict[str, Bundle]) -> None:
         seen: set[str] = set()
         for _, question, athlete, kwargs, _ in REASON_CASES:
             seen |= _codes(select(question, bundles[athlete], policy, **kwargs))
         assert seen == set(REASON_CODES)
-        assert len(REASON_CODES) == 10
+        assert len(REASON_CODES) == 12
 
     def test_a_withheld_row_names_the_first_withholding_reason(self, policy: Policy, maya: Bundle) -> None:
         d = select(TRAINING, maya, policy, scope="week", tier="free")

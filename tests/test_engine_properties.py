@@ -111,11 +111,18 @@ class TestSelectProperties:
         if d.intent["source"] != "rules":
             return
         assert d.intent["confident"] is True
+        scoring = [i for i, v in d.intent["scores"].items() if v > 0]
         for name in policy.intent(d.intent["name"]).exclude:
             f = d.fragment(name)
-            assert name not in d.selected
-            assert f.status == "withheld"
-            assert "excluded" in [r["code"] for r in f.reasons]
+            protected = any(name in policy.intent(i).primary for i in scoring) or (
+                name == "readiness_injury" and d.clinical["is_clinical"])
+            codes = [r["code"] for r in f.reasons]
+            if protected:  # evidence in the question beats the exclude
+                assert "kept_despite_exclude" in codes and "excluded" not in codes
+            else:
+                assert name not in d.selected
+                assert f.status == "withheld"
+                assert "excluded" in codes
 
     @SETTINGS
     @given(data=st.data(), label=st.sampled_from([*INTENTS, "banana"]), scope=st.sampled_from(SCOPES))
@@ -128,3 +135,33 @@ class TestSelectProperties:
             for contender in d.intent["contenders"]:
                 for name in policy.intent(contender).primary:
                     assert "excluded" not in [r["code"] for r in d.fragment(name).reasons], (contender, name)
+
+
+class TestPainInvariant:
+    """Evidence beats exclusion: a question mixing pain and training words keeps both readiness
+    signals, in every language the policy speaks, whatever the scores and whoever routed it."""
+
+    @SETTINGS
+    @given(data=st.data(), label=st.sampled_from([None, *INTENTS, "banana"]),
+           scope=st.sampled_from(["auto", "today", "week"]), tier=st.sampled_from(["free", "paid"]))
+    def test_pain_plus_training_keeps_both_readiness_signals(
+            self, policy: Policy, maya: Bundle, data: st.DataObject, label: str | None, scope: str,
+            tier: str) -> None:
+        language = data.draw(st.sampled_from(sorted(set(policy.clinical_terms) & set(policy.vocabulary["training"]))))
+        pain = sorted(policy.clinical_terms[language])  # type: ignore[index]
+        training = sorted(policy.vocabulary["training"][language])  # type: ignore[index]
+        words = data.draw(st.lists(st.sampled_from(pain), min_size=1, max_size=3))
+        words += data.draw(st.lists(st.sampled_from(training), min_size=1, max_size=6))
+        words = data.draw(st.permutations(words))
+        question = " ".join(words)
+        d = select(question, maya, policy, scope=scope, tier=tier,
+                   classifier=None if label is None else StubClassifier(label))
+        event(f"route {d.intent['source']}; scope {d.scope['effective']}")
+        assert d.clinical["is_clinical"], question
+        assert "readiness_injury" in d.selected, (question, d.intent["scores"])
+        training = d.fragment("readiness_training")
+        by_scope = {"demoted_by_scope", "dropped_by_scope"} & {r["code"] for r in training.reasons}
+        # a horizon of a week or months moves this morning's readiness on purpose, with its own reason;
+        # nothing else may take it away
+        assert "readiness_training" in d.selected or by_scope, (question, d.intent["scores"], training.reasons)
+        assert not [w for w in d.warnings if "exclude removed" in w or "sounds clinical" in w]

@@ -155,7 +155,7 @@ class TestRoute:
     def test_nothing_matched_falls_back_to_general_and_names_the_scripts(self, mini: Policy) -> None:
         r = route("هل يمكنني الركض اليوم؟", mini, None)
         assert (r.intent, r.source, r.matched_nothing, r.contenders) == ("general", "fallback", True, ("general",))
-        assert r.reason.startswith("no vocabulary matched (scripts seen: Arabic)")
+        assert r.reason.startswith("no term matched (scripts seen: Arabic)")
 
     def test_the_model_decides_when_the_rules_are_unsure(self, mini: Policy) -> None:
         model = StubClassifier(" Injury.\n")
@@ -262,3 +262,39 @@ class TestClinicalTermsIn:
         assert clinical_terms_in("My ankle is SWELLING", p) == ["swelling"]
         assert clinical_terms_in("tengo dolores", p) == ["dolor"]
         assert clinical_terms_in("足首が痛い", p) == ["痛"]
+
+
+class TestTypoTolerance:
+    """A misspelt word matches a vocabulary word at reduced weight and says so."""
+
+    @pytest.fixture
+    def typo(self, policy: Policy) -> Policy:
+        return with_vocabulary(policy, {"training": {"en": {"marathon": 1.5, "interval": 1.0, "run": 1.0}},
+                                        "injury": {"en": {"hamstring": 1.0}, "ja": {"怪我": 1.5}},
+                                        "recovery": {"ko": {"회복": 1.5}}})
+
+    @pytest.mark.parametrize(("question", "intent", "term", "weight"), [
+        ("can i do the maraton sunday", "training", "marathon (fuzzy: maraton)", 1.125),   # a dropped letter
+        ("intreval session tonight", "training", "interval (fuzzy: intreval)", 0.75),      # two letters swapped
+        ("my hamstrnig is sore", "injury", "hamstring (fuzzy: hamstrnig)", 0.75),          # 9 letters
+        ("my hmastrnig is sore", "injury", "hamstring (fuzzy: hmastrnig)", 0.75),          # 2 edits from 9
+    ])
+    def test_a_misspelling_matches_at_three_quarters(self, typo: Policy, question: str, intent: str, term: str,
+                                                     weight: float) -> None:
+        s = score(question, typo)
+        assert s.matched[intent] == ((term, weight),)
+
+    @pytest.mark.parametrize("question", [
+        "the rum was nice",          # 3 letters: no tolerance
+        "can i do the xaraton",      # the first letter differs
+        "my hmastrnigg is sore",     # 3 edits
+        "marathons",                 # stems to the term: an exact match, not a fuzzy one
+    ])
+    def test_what_is_not_a_misspelling(self, typo: Policy, question: str) -> None:
+        matched = [t for terms in score(question, typo).matched.values() for t, _ in terms]
+        assert not any("fuzzy" in t for t in matched)
+
+    def test_never_for_substring_or_prefix_scripts(self, typo: Policy) -> None:
+        assert score("怪我我", typo).matched["injury"] == (("怪我", 1.5),)
+        assert score("괴복", typo).nothing_matched  # one jamo off is not tolerated for Hangul prefixes
+        assert score("怪", typo).nothing_matched

@@ -15,7 +15,7 @@ from coachctx.availability import MAX_LINE_CHARS, DropUnavailable, facts, one_li
 from coachctx.budget import SpendBudget
 from coachctx.fragments import FRAGMENT_NAMES, FRAGMENTS
 from coachctx.modifiers import ApplyScope
-from coachctx.pipeline import select
+from coachctx.pipeline import evidence_of, select
 from coachctx.plan import FragmentState, Plan, Reason
 from coachctx.policy import INTENTS, Policy
 from coachctx.prompt import CONTEXT_HEADER, build_naive_prompt, build_prompt, system_block
@@ -339,8 +339,9 @@ class TestAudit:
         r = route("race, train, one session with a sore tendon and pain, tired", p, StubClassifier("injury"))
         assert {k: v for k, v in r.scores.scores.items() if v} == {"training": 2.5, "injury": 2.0, "recovery": 1.0}
         assert r.contenders == ("injury", "training")
-        plan = lookup(p, r.intent, r.contenders)
-        assert _codes(plan, "readiness_recovery") == ["excluded"]
+        # ... but recovery has evidence in the question (tired), so injury's exclude cannot remove its primary
+        plan = lookup(p, r.intent, r.contenders, evidence=evidence_of(r))
+        assert _codes(plan, "readiness_recovery") == ["evidence_in_question", "kept_despite_exclude"]
         assert _exclude_warnings(audit(r, plan, p)) == []
 
     def test_never_fires_for_a_rules_route(self, policy: Policy) -> None:

@@ -25,7 +25,7 @@ from coachctx.services import Bundle
 from coachctx.store import PolicyStore
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV_QUESTIONS = ROOT.parent / "shared" / "questions" / "dev.yaml"
+DEV_QUESTIONS = ROOT / "tests" / "data" / "questions" / "dev.yaml"
 SMALL = ROOT / "tests" / "data" / "small.yaml"
 
 # beyond dev.yaml: languages and shapes it lacks (Korean prefixes, Portuguese, Italian, phrases)
@@ -37,9 +37,10 @@ EXTRA = [
 
 
 def worse(policy: Policy) -> Policy:
-    """The checked-in policy with readiness_injury dropped from injury's primary list."""
+    """The checked-in policy with readiness_nutrition dropped from nutrition's primary list (a
+    clinical question keeps readiness_injury whatever the lists say, so that one cannot be lost)."""
     data = policy.model_dump(mode="json")
-    data["intents"]["injury"]["primary"].remove("readiness_injury")
+    data["intents"]["nutrition"]["primary"].remove("readiness_nutrition")
     return validate_policy(data)
 
 
@@ -141,9 +142,9 @@ class TestReport:
         assert b.needs_total == c.needs_total > 0
         assert c.needs_met < b.needs_met
         assert c.needs_recall is not None and b.needs_recall is not None and c.needs_recall < b.needs_recall
-        lost = [r for r in report.changed_rows() if "-readiness_injury" in r.changes]
-        assert lost and all("injury" in r.base.contenders for r in lost)
-        assert "I have a sharp pain in my foot" in {r.question.question for r in lost}
+        lost = [r for r in report.changed_rows() if "-readiness_nutrition" in r.changes]
+        assert lost and all("nutrition" in r.base.contenders for r in lost)
+        assert "How much protein per day?" in {r.question.question for r in lost}
         # the routes did not change, only what injury questions see
         assert b.route_correct == c.route_correct and b.confusion == c.confusion
         assert report.summary()["intent_changed"] == 0
@@ -187,7 +188,7 @@ class TestReport:
         text = render_impact(report, changed_only=True)
         assert text.splitlines()[0].startswith("impact of worse (") and " against default (" in text
         assert "needs recall" in text and "confusion, candidate" in text
-        assert "questions (changed only, " in text and "    changed    -readiness_injury" in text
+        assert "questions (changed only, " in text and "    changed    -readiness_nutrition" in text
         assert "    same  " not in text
         data = report.to_json(changed_only=True)
         assert data["summary"]["changed"] == len(data["rows"]) > 0

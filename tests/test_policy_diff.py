@@ -33,7 +33,7 @@ class TestDiffPolicies:
     def test_equal_policies_have_no_changes(self, before: Policy) -> None:
         diff = diff_policies(before, edit(before, lambda d: None))
         assert diff.same and diff.changes == ()
-        assert render_diff(diff, "v1", "v2") == "v1 (6a7693582d23) -> v2 (6a7693582d23): no differences"
+        assert render_diff(diff, "v1", "v2") == "v1 (adf297fda308) -> v2 (adf297fda308): no differences"
 
     def test_a_fragment_moving_between_lists(self, before: Policy) -> None:
         def demote(d: dict[str, Any]) -> None:
@@ -127,7 +127,7 @@ class TestDiffPolicies:
 
         text = render_diff(diff_policies(before, edit(before, change)), "live", "draft.yaml")
         assert text.splitlines() == [
-            f"live (6a7693582d23) -> draft.yaml ({edit(before, change).digest}): 2 changes",
+            f"live (adf297fda308) -> draft.yaml ({edit(before, change).digest}): 2 changes",
             "intents",
             "  injury",
             "    - readiness_injury from primary",
@@ -139,7 +139,7 @@ class TestDiffPolicies:
     def test_json_carries_every_change_with_its_text(self, before: Policy) -> None:
         after = edit(before, lambda d: d["intents"]["general"].update(max_words=100))
         assert diff_policies(before, after).to_json() == {
-            "before": "6a7693582d23", "after": after.digest, "same": False,
+            "before": "adf297fda308", "after": after.digest, "same": False,
             "changes": [{"section": "intents", "subject": "general", "path": "intents.general.max_words",
                          "kind": "changed", "item": "max_words", "before": 150, "after": 100,
                          "text": "max_words: 150 -> 100"}],

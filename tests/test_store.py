@@ -311,7 +311,7 @@ class TestPolicyCommands:
                                                     capsys: pytest.CaptureFixture[str]) -> None:
         code, out, _ = run(capsys, "policy", "save", str(SMALL), "-m", "first", "--label", "live", "--author", "ana",
                            "--store", url)
-        assert (code, out) == (0, "saved version 1 (digest 6a7693582d23); live -> 1\n")
+        assert (code, out) == (0, "saved version 1 (digest adf297fda308); live -> 1\n")
         code, shown, _ = run(capsys, "policy", "show", "live", "--store", url)
         assert code == 0 and shown.startswith("# coachctx policy version 1 (live), saved ")
         draft = tmp_path / "draft.yaml"
@@ -335,7 +335,7 @@ class TestPolicyCommands:
         code, out, _ = run(capsys, "explain", "Should I train through this pain?", "--athlete", "maya",
                            "--policy-version", "live", "--store", url, "--json")
         assert code == 0
-        assert json.loads(out)["policy"] == {"source": "store:live", "digest": "6a7693582d23", "version": "1"}
+        assert json.loads(out)["policy"] == {"source": "store:live", "digest": "adf297fda308", "version": "1"}
 
     def test_replay_with_a_store_version(self, url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         run(capsys, "policy", "save", str(SMALL), "-m", "first", "--label", "live", "--store", url)
