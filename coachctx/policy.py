@@ -39,10 +39,12 @@ MAX_YAML_ALIASES: Final = 64
 INTENTS: Final[tuple[str, ...]] = ("training", "injury", "recovery", "nutrition", "conditions", "general")
 SCOPES: Final[tuple[str, ...]] = ("today", "week", "months")
 LANGUAGES: Final[Mapping[str, str]] = {
-    # code -> how its terms match: a Snowball stemmer name, "substring" or "prefix"
+    # code -> how its terms match: a Snowball stemmer name, "word" (whole words, accents folded:
+    # Vietnamese, whose syllables do not inflect), "substring" (Han/Kana) or "prefix" (Hangul)
     "en": "english", "es": "spanish", "de": "german", "fr": "french", "pt": "portuguese",
     "it": "italian", "ru": "russian", "nl": "dutch", "sv": "swedish", "da": "danish",
-    "no": "norwegian", "fi": "finnish", "pl": "polish", "tr": "turkish",
+    "no": "norwegian", "fi": "finnish", "pl": "polish", "tr": "turkish", "el": "greek",
+    "ar": "arabic", "hi": "hindi", "id": "indonesian", "vi": "word",
     "ja": "substring", "zh": "substring", "ko": "prefix",
 }
 
@@ -53,7 +55,8 @@ FragmentName = Literal[
     "baseline_strength", "readiness_training", "readiness_recovery", "readiness_nutrition",
     "readiness_injury", "conditions_today",
 ]
-Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "ja", "zh", "ko"]
+Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
+                   "hi", "id", "vi", "ja", "zh", "ko"]
 Term = Annotated[str, Field(min_length=1, max_length=80)]
 Weight = Annotated[float, Field(gt=0, le=100)]
 

@@ -116,9 +116,25 @@ def tokenise(question: str) -> Tokens:
     return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
 
 
+# letters with a stroke, not a combining accent, that chat typed without diacritics writes plain
+_STROKES: Final = str.maketrans({"đ": "d", "ł": "l", "ø": "o", "ħ": "h", "ı": "i"})
+_FOLDED_SCRIPTS: Final = frozenset({"Latin", "Greek"})
+"""Scripts whose accents are optional in chat. Never Devanagari or Thai, whose combining marks are
+vowels: stripping them makes another word."""
+
+
 def fold_accents(word: str) -> str:
-    decomposed = unicodedata.normalize("NFD", word)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    """The word as typed without accents: "récupération" -> "recuperation", "đau" -> "dau",
+    "πόνος" -> "πονος"; marks on other scripts are kept."""
+    kept: list[str] = []
+    base = ""
+    for ch in unicodedata.normalize("NFD", word.translate(_STROKES)):
+        if not unicodedata.combining(ch):
+            base = script_of(ch)
+        elif base in _FOLDED_SCRIPTS:
+            continue
+        kept.append(ch)
+    return unicodedata.normalize("NFC", "".join(kept))
 
 
 @lru_cache(maxsize=32)
@@ -126,17 +142,21 @@ def _stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-de
     return snowballstemmer.stemmer(algorithm)
 
 
+WHOLE_WORD: Final = "word"
+"""The matching mode of a language without a stemmer whose words do not inflect (Vietnamese)."""
+
+
 @lru_cache(maxsize=200_000)
 def stem(word: str, algorithm: str) -> str:
-    """The word's stem under a Snowball algorithm, accents folded after stemming (except for
-    Russian), so "fatigué" and "fatiguée" meet and "recuperación" meets "recuperacion"."""
-    stemmed = str(_stemmer(algorithm).stemWord(word))
-    return stemmed if algorithm in _KEEP_ACCENTS else fold_accents(stemmed)
+    """The word's stem under a Snowball algorithm, or the word itself under `WHOLE_WORD`."""
+    return word if algorithm == WHOLE_WORD else str(_stemmer(algorithm).stemWord(word))
 
 
 def stem_variants(word: str, algorithm: str) -> frozenset[str]:
     """Every key a vocabulary term is filed under: its stem, and the stem of its accent-folded
-    form, so a question typed without accents still meets a term written with them."""
+    form, so a question typed without accents ("recuperacion", "dau goi") still meets a term
+    written with them. A question word is looked up by its own stem, accents and all: a word
+    written with *other* accents is another word ("đối" is not Portuguese "dói")."""
     if algorithm in _KEEP_ACCENTS:
         return frozenset({stem(word, algorithm)})
     return frozenset({stem(word, algorithm), stem(fold_accents(word), algorithm)})
