@@ -120,10 +120,20 @@ class QualityRow:
     ideal_intent: str
     ideal_needs_met: int
     exclude_warnings: int
+    matched_nothing: bool = False
+    """No vocabulary term matched: the question saw the policy's unmatched set."""
+    prompt: int = 0
+    oracle: int = 0
+    """Tokens of the prompt built from the row's `needs` alone (`oracle_tokens`)."""
 
     @property
     def correct(self) -> bool:
         return self.intent in self.intents
+
+    @property
+    def in_domain(self) -> bool:
+        """Labelled with some intent other than `general`: a question the vocabulary should reach."""
+        return any(i != "general" for i in self.intents)
 
     @property
     def ideal_correct(self) -> bool:
@@ -148,7 +158,9 @@ def measure_quality(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: 
             source=d.intent["source"], fallback_reason=d.intent["fallback_reason"],
             needs_met=sum(n in d.selected for n in row.needs), ideal_intent=ideal.intent["name"],
             ideal_needs_met=sum(n in ideal.selected for n in row.needs),
-            exclude_warnings=sum("exclude removed" in w for w in d.warnings)))
+            exclude_warnings=sum("exclude removed" in w for w in d.warnings),
+            matched_nothing=d.intent["matched_nothing"], prompt=d.tokens["prompt"],
+            oracle=oracle_tokens(d, bundle, row.needs)))
     return out
 
 

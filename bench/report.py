@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.corpus import summary as corpus_summary
 from bench.measure import AppResult, BudgetRow, GrowthPoint, ImpactResult, QualityRow, Timing, TokenRow
 
 ORIGINAL = {"selected": 259, "naive": 416, "saving": 0.377}
@@ -226,6 +227,53 @@ def quality_section(rows: Sequence[QualityRow]) -> list[str]:
         "",
         *(table(["question", "lang", "labels", "routed", "source", "needs met"], [
             [r.question, r.lang, "/".join(r.intents), r.intent,
+             r.source + (f" ({r.fallback_reason})" if r.fallback_reason else ""), f"{r.needs_met}/{len(r.needs)}"]
+            for r in misses]) if misses else ["(none)"]),
+    ]
+
+
+# --- 3b. the fresh-question corpus -------------------------------------------------------------
+
+
+def _corpus_line(label: str, rs: Sequence[QualityRow], baseline: float | None = None) -> list[Any]:
+    s = corpus_summary(rs)
+    return [label, len(rs), pct(s["route_accuracy"]), pct(s["needs_recall"]), pct(s["rules_share"]),
+            pct(s["matched_nothing_in_domain"]), f"{s['median_prompt']:.0f}",
+            f"{baseline:.0f}" if baseline is not None else "-", f"{s['prompt_over_oracle']:.2f}"]
+
+
+CORPUS_HEADER = ["rows", "questions", "route accuracy", "needs recall", "decided by rules",
+                 "in-domain matching nothing", "median prompt", "median prompt before issue 8", "prompt / oracle"]
+
+
+def corpus_section(halves: Mapping[str, Sequence[QualityRow]], baselines: Mapping[str, float],
+                   by_language: Mapping[str, tuple[Sequence[QualityRow], float]], commit: str) -> list[str]:
+    test = halves["test"]
+    misses = [r for r in test if not r.correct or r.needs_met < len(r.needs)]
+    return [
+        "## 3b. Decision quality where nobody tuned: the fresh-question corpus",
+        "",
+        "`corpus/test.yaml` and `corpus/tune.yaml`: questions written by five helper sessions that never saw the "
+        "policy (how they were made is in each file's header), split once by a fixed seed. Vocabulary is chosen "
+        "from the tune half only; the test half is only measured. Each row against maya, paid tier, scope "
+        "inferred, no model (a question the rules are unsure of takes the keyword fallback, so *decided by "
+        "rules* is the share that would not call a model). *In-domain matching nothing*: rows labelled with "
+        "an on-domain intent that matched no term. *Prompt / oracle*: total prompt tokens over the total of "
+        f"prompts holding only each row's `needs`. *Before issue 8*: the same rows decided by commit {commit} "
+        "(`corpus/baseline_prompt_tokens.json`).",
+        "",
+        *table(CORPUS_HEADER, [_corpus_line(f"**{name}**", rows, baselines.get(name))
+                               for name, rows in halves.items()]),
+        "",
+        "The gap between the two rows is what tuning bought beyond what generalises. Per language, test half:",
+        "",
+        *table(["language", *CORPUS_HEADER[1:]], [_corpus_line(lang, rs, base)
+                                                   for lang, (rs, base) in sorted(by_language.items())]),
+        "",
+        f"Test-half rows routed wrong or missing a need ({len(misses)}):",
+        "",
+        *(table(["question", "lang", "labels", "routed", "source", "needs met"], [
+            [r.question.replace("|", "/"), r.lang, "/".join(r.intents), r.intent,
              r.source + (f" ({r.fallback_reason})" if r.fallback_reason else ""), f"{r.needs_met}/{len(r.needs)}"]
             for r in misses]) if misses else ["(none)"]),
     ]

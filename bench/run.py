@@ -15,6 +15,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import grow
+from bench.corpus import BASELINE_COMMIT, baseline_median, baseline_tokens, corpus_rows
+from bench.corpus import summary as corpus_summary
 from bench.measure import (
     measure_app,
     measure_budget,
@@ -27,6 +29,7 @@ from bench.measure import (
 from bench.report import (
     ORIGINAL,
     budget_section,
+    corpus_section,
     growth_plots,
     growth_section,
     machine_section,
@@ -117,6 +120,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     growth = measure_growth(rows, policy, GROWTH_LEVELS)
     step("quality")
     quality = measure_quality(rows, bundles, policy)
+    step("quality: the fresh-question corpus")
+    halves = {split: corpus_rows(split) for split in ("tune", "test")}
+    decided = {split: measure_quality(rs, bundles, policy) for split, rs in halves.items()}
+    recorded = baseline_tokens()
+    baselines = {split: baseline_median(rs, recorded) for split, rs in halves.items()}
+    by_language = {lang: ([d for d in decided["test"] if d.lang == lang],
+                          baseline_median([r for r in halves["test"] if r.lang == lang], recorded))
+                   for lang in sorted({r.lang for r in halves["test"]})}
     step("speed: pipeline")
     pipeline = measure_pipeline_speed(rows, bundles, policy, n_cold=int(1000 * scale), n_warm=int(5000 * scale),
                                       n_route=int(10000 * scale))
@@ -149,6 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                f"({growth[-1].bundle_tokens:,}-token bundle)"],
         ["route accuracy / needs recall (no model)", f"{pct(qs['route_accuracy'])} / {pct(qs['needs_recall'])}"],
         ["decided by rules / needs the model", f"{pct(qs['rules_share'])} / {pct(1 - qs['rules_share'])}"],
+        *([f"corpus {split} half: route accuracy / needs recall / in-domain matching nothing",
+           f"{pct(c['route_accuracy'])} / {pct(c['needs_recall'])} / {pct(c['matched_nothing_in_domain'])}"]
+          for split in ("test", "tune") for c in [corpus_summary(decided[split])]),
+        ["corpus test half: median prompt (before issue 8)",
+         f"{corpus_summary(decided['test'])['median_prompt']:.0f} ({baselines['test']:.0f})"],
         ["decisions/s, full pipeline (cold tokens)", f"{full.per_second:,.0f} (p50 {full.p50_ms:.2f} ms, "
                                                      f"p99 {full.p99_ms:.2f} ms)"],
         ["decisions/s, routing + selection", f"{route_only.per_second:,.0f} (p50 {route_only.p50_ms:.3f} ms, "
@@ -173,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *token_section(tokens), "",
         *growth_section(growth, pngs, grow.__doc__ or ""), "",
         *quality_section(quality), "",
+        *corpus_section(decided, baselines, by_language, BASELINE_COMMIT), "",
         *speed_section(pipeline, impact, app, pinned, load_before[0], os.cpu_count() or 1), "",
         *budget_section(budget, growth, hand_total), "",
         *machine_section(info), "",

@@ -1,0 +1,119 @@
+"""Cross-language collisions: vocabulary terms that an everyday word of another language matches.
+
+    python -m bench.collisions [--policy PATH] [--top N] [--language L ...]
+
+Every language's terms are tried against every question, so a Dutch term "been" (leg) would
+fire on the English word "been", and a Swedish "ont" on nothing worse than itself. This tool
+takes the `--top` most frequent words of every other spaced-script language (wordfreq's lists,
+which ship with the package: nothing is downloaded), runs each through the term's own matcher
+(the term language's stemmer, or whole words) and reports every term one of them matches.
+
+A collision is not always wrong: "marathon" is the same word in a dozen languages. Those the
+policy accepts are listed in `ACCEPTED`, each for the languages it may meet; anything else is a
+finding. `tests/test_vocabulary.py` runs this over the default policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Final
+
+from coachctx.policy import LANGUAGES, Policy, load_policy
+from coachctx.text import UNSPACED, normalise, script_of, stem, stem_variants, tokenise
+
+WORDFREQ_CODES: Final[Mapping[str, str]] = {"no": "nb"}
+"""Policy language code -> wordfreq's, where they differ."""
+SPACED: Final = tuple(code for code, mode in LANGUAGES.items() if mode not in ("substring", "prefix"))
+DEFAULT_TOP: Final = 5000
+
+
+@dataclass(frozen=True)
+class Collision:
+    intent: str
+    language: str
+    term: str
+    other: str
+    """The language of the everyday word."""
+    word: str
+    rank: int
+    """The word's frequency rank in `other` (0 = most frequent)."""
+
+    def __str__(self) -> str:
+        return (f"vocabulary.{self.intent}.{self.language}: {self.term!r} matches {self.other} word "
+                f"{self.word!r} (frequency rank {self.rank})")
+
+
+@lru_cache(maxsize=64)
+def common_words(language: str, top: int) -> tuple[str, ...]:
+    from wordfreq import top_n_list
+
+    words = top_n_list(WORDFREQ_CODES.get(language, language), top)
+    return tuple(normalise(w) for w in words)
+
+
+def _keys_by_algorithm(policy: Policy, languages: Iterable[str]) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """algorithm -> key of a single-word term -> [(intent, term)] (for the given term languages)."""
+    out: dict[str, dict[str, list[tuple[str, str]]]] = {}
+    wanted = set(languages)
+    for intent, by_language in policy.vocabulary.items():
+        for language, terms in by_language.items():
+            if language not in wanted:
+                continue
+            algorithm = LANGUAGES[language]
+            for term in terms:
+                words = tokenise(term).words
+                if len(words) != 1:
+                    continue
+                for key in stem_variants(words[0], algorithm):
+                    out.setdefault(language, {}).setdefault(key, []).append((intent, term))
+    return out
+
+
+def collisions(policy: Policy, *, top: int = DEFAULT_TOP, languages: Sequence[str] = SPACED,
+               accepted: Mapping[str, frozenset[str]] | None = None) -> list[Collision]:
+    accepted = ACCEPTED if accepted is None else accepted
+    found: list[Collision] = []
+    table = _keys_by_algorithm(policy, languages)
+    for language, keys in sorted(table.items()):
+        algorithm = LANGUAGES[language]
+        for other in SPACED:
+            if other == language:
+                continue
+            for rank, word in enumerate(common_words(other, top)):
+                if not word or any(script_of(ch) in UNSPACED for ch in word):
+                    continue
+                for token in tokenise(word).words:
+                    for intent, term in keys.get(stem(token, algorithm), ()):
+                        if other not in accepted.get(normalise(term), frozenset()):
+                            found.append(Collision(intent, language, term, other, word, rank))
+    unique = {(c.intent, c.language, c.term, c.other, c.word): c for c in found}
+    return sorted(unique.values(), key=lambda c: (c.language, c.intent, c.term, c.rank))
+
+
+ALL: Final = frozenset(SPACED)
+ACCEPTED: Final[Mapping[str, frozenset[str]]] = {}
+"""Term (normalised) -> the languages whose everyday words may match it: the same word, meaning
+the same thing there."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.collisions", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", type=Path, default=None)
+    parser.add_argument("--top", type=int, default=DEFAULT_TOP)
+    parser.add_argument("--language", action="append", help="only terms of this language (repeatable)")
+    args = parser.parse_args(argv)
+    policy = load_policy(args.policy) if args.policy else load_policy()
+    found = collisions(policy, top=args.top, languages=args.language or SPACED)
+    for c in found:
+        print(c)
+    print(f"{len(found)} collisions", file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
