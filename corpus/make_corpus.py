@@ -1,0 +1,226 @@
+"""Build the fresh-question corpus from the raw helper files: settle the two labellings, split once.
+
+    python corpus/make_corpus.py [--check]
+
+Reads `corpus/raw/`:
+  writer_N.jsonl       the questions, with the writer's own labels (row N of writer W is `wW-NNN`)
+  second_labels.jsonl  a second helper's labels for every row, made from the question alone
+  adjudicated.jsonl    a third helper's ruling on the rows the first two could not be merged on
+
+Writes `corpus/tune.yaml` and `corpus/test.yaml` (dev.yaml's format plus `id`) and
+`corpus/disagreements.jsonl` (every row where the two labellings differ: both labellings, the
+settled labels and the rule that settled them). `--check` writes nothing and fails when the files
+on disk are not what the raw files give.
+
+Settling, per row (A = writer, B = second labeller):
+  intents  equal: kept. Overlapping: the union (each intent was judged acceptable by one expert and
+           the two agree on a shared core). Disjoint: the adjudicator's ruling.
+  needs    equal: kept. Overlapping: the intersection (what both experts insist on). Both empty: [].
+           Disjoint (or one empty, one not): the adjudicator's ruling.
+  scope    equal (or both absent): kept. Different: the adjudicator's ruling where the row was
+           adjudicated for another reason, else dropped (no horizon both agree the question implies).
+  A row whose settled intents are only `general` needs nothing.
+
+The split is made once, before any vocabulary work, by a fixed seed: per language, the rows sorted
+by id are shuffled with `random.Random(f"{SEED}:{lang}")` and the first 60% (rounded) go to tune.
+It depends on ids alone, never on labels or text, so relabelling a row cannot move it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+HERE: Final = Path(__file__).resolve().parent
+RAW: Final = HERE / "raw"
+SEED: Final = 20261203
+TUNE_SHARE: Final = 0.6
+INTENTS: Final = ("training", "injury", "recovery", "nutrition", "conditions", "general")
+FRAGMENTS: Final = (
+    "athlete_profile", "chronotype", "training_block", "baseline_aerobic", "baseline_mobility",
+    "baseline_strength", "readiness_training", "readiness_recovery", "readiness_nutrition",
+    "readiness_injury", "conditions_today",
+)
+SCOPES: Final = ("today", "week", "months")
+HEADER: Final = """\
+# The fresh-question corpus, {split} half ({n} rows, {langs} languages). Made by corpus/make_corpus.py:
+# do not edit by hand; edit corpus/raw/ and rerun it.
+#
+# How it was made: five helper sessions each wrote questions as a different kind of athlete
+# (1 beginner runner, 2 triathlete, 3 masters cyclist, 4 team-sport player, 5 non-native speaker of
+# English), 130 in chat-style English and 9 in each of 21 other languages, briefed only with the
+# fragment and intent definitions of DESIGN.md (corpus/raw/BRIEF.md); none was shown the policy, its
+# vocabulary, dev.yaml or the code. A second helper labelled every row from the question alone,
+# without the writer's labels; a third settled the rows the two could not be merged on. The rules
+# are in corpus/make_corpus.py; every disagreement is in corpus/disagreements.jsonl.
+#
+# Split once, by the fixed seed {seed}, per language: 60% tune, 40% test, before any vocabulary
+# work. {purpose}
+#
+# Judged against the sample athlete "maya" (all four services healthy), like dev.yaml.
+#   intents: the labels, any of which counts as a correct route
+#   needs:   fragments an expert coach would insist are in the prompt for this question
+#   scope:   the horizon the question implies, where it implies one
+"""
+PURPOSE: Final = {
+    "tune": "Vocabulary may be chosen by reading this half.",
+    "test": "This half is only ever measured: no term is chosen by reading it.",
+}
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                raise SystemExit(f"{path}:{n}: not valid JSON ({e})") from e
+    return rows
+
+
+def _labels(row: Mapping[str, Any], where: str) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    intents, needs, scope = row.get("intents"), row.get("needs"), row.get("scope")
+    if not isinstance(intents, list) or not intents or any(i not in INTENTS for i in intents):
+        raise SystemExit(f"{where}: intents must be a non-empty list of {', '.join(INTENTS)}; got {intents!r}")
+    if not isinstance(needs, list) or any(n not in FRAGMENTS for n in needs):
+        raise SystemExit(f"{where}: needs must be a list of fragment names; got {needs!r}")
+    if scope is not None and scope not in SCOPES:
+        raise SystemExit(f"{where}: scope must be one of {', '.join(SCOPES)} or absent; got {scope!r}")
+    return tuple(dict.fromkeys(intents)), tuple(dict.fromkeys(needs)), scope
+
+
+def _ordered(values: set[str], order: Sequence[str]) -> tuple[str, ...]:
+    return tuple(v for v in order if v in values)
+
+
+def settle(a: Mapping[str, Any], b: Mapping[str, Any], ruling: Mapping[str, Any] | None,
+           where: str) -> tuple[dict[str, Any], list[str]]:
+    """The settled labels of one row and the rules that settled each disagreement."""
+    ai, an, as_ = _labels(a, f"{where} (writer)")
+    bi, bn, bs = _labels(b, f"{where} (second label)")
+    rules: list[str] = []
+    needs_ruling = not (set(ai) & set(bi)) or (bool(an) != bool(bn)) or (an and bn and not set(an) & set(bn))
+    if needs_ruling:
+        if ruling is None:
+            raise SystemExit(f"{where}: the labellings cannot be merged and corpus/raw/adjudicated.jsonl "
+                             "has no ruling for it")
+        ri, rn, rs = _labels(ruling, f"{where} (adjudicated)")
+        rules.append("adjudicated")
+        intents, needs, scope = ri, rn, rs
+    else:
+        if set(ai) == set(bi):
+            intents = ai
+        else:
+            intents = _ordered(set(ai) | set(bi), INTENTS)
+            rules.append("intents: union of overlapping labels")
+        if set(an) == set(bn):
+            needs = an
+        else:
+            needs = _ordered(set(an) & set(bn), FRAGMENTS)
+            rules.append("needs: intersection of overlapping labels")
+        scope = as_
+        if as_ != bs:
+            scope = None
+            rules.append("scope: labellers differ, dropped")
+    if set(intents) == {"general"}:
+        needs = ()
+    row: dict[str, Any] = {"intents": list(intents), "needs": list(needs)}
+    if scope is not None:
+        row["scope"] = scope
+    return row, rules
+
+
+def build() -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    written: dict[str, dict[str, Any]] = {}
+    for path in sorted(RAW.glob("writer_*.jsonl")):
+        w = path.stem.split("_", 1)[1]
+        for n, row in enumerate(read_jsonl(path), 1):
+            written[f"w{w}-{n:03d}"] = row
+    second = {r["id"]: r for r in read_jsonl(RAW / "second_labels.jsonl")}
+    rulings_path = RAW / "adjudicated.jsonl"
+    rulings = {r["id"]: r for r in read_jsonl(rulings_path)} if rulings_path.exists() else {}
+    missing = [i for i in written if i not in second]
+    if missing:
+        raise SystemExit(f"{len(missing)} rows have no second label, e.g. {', '.join(missing[:5])}")
+    rows: list[dict[str, Any]] = []
+    disagreements: list[dict[str, Any]] = []
+    for row_id, a in written.items():
+        b = second[row_id]
+        labels, rules = settle(a, b, rulings.get(row_id), row_id)
+        row = {"id": row_id, "q": a["q"], "lang": a["lang"], **labels}
+        rows.append(row)
+        if rules or _differ(a, b):
+            disagreements.append({
+                "id": row_id, "q": a["q"], "lang": a["lang"],
+                "writer": {k: a[k] for k in ("intents", "needs", "scope") if k in a},
+                "second": {k: b[k] for k in ("intents", "needs", "scope") if k in b},
+                **({"adjudicated": {k: rulings[row_id][k] for k in ("intents", "needs", "scope", "note")
+                                    if k in rulings[row_id]}} if "adjudicated" in rules else {}),
+                "settled": labels, "rules": rules or ["same sets in another order"]})
+    return split(rows), disagreements
+
+
+def _differ(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return (set(a["intents"]) != set(b["intents"]) or set(a["needs"]) != set(b["needs"])
+            or a.get("scope") != b.get("scope"))
+
+
+def split(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    by_lang: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_lang.setdefault(row["lang"], []).append(row)
+    out: dict[str, list[dict[str, Any]]] = {"tune": [], "test": []}
+    for lang in sorted(by_lang):
+        group = sorted(by_lang[lang], key=lambda r: r["id"])
+        random.Random(f"{SEED}:{lang}").shuffle(group)
+        cut = round(len(group) * TUNE_SHARE)
+        out["tune"] += group[:cut]
+        out["test"] += group[cut:]
+    for half in out.values():
+        half.sort(key=lambda r: r["id"])
+    return out
+
+
+def _yaml_row(row: Mapping[str, Any]) -> str:
+    parts = [f"id: {row['id']}", f"q: {json.dumps(row['q'], ensure_ascii=False)}", f"lang: {row['lang']}",
+             f"intents: [{', '.join(row['intents'])}]", f"needs: [{', '.join(row['needs'])}]"]
+    if "scope" in row:
+        parts.append(f"scope: {row['scope']}")
+    return "  - {" + ", ".join(parts) + "}"
+
+
+def render(split_name: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    header = HEADER.format(split=split_name, n=len(rows), langs=len({r["lang"] for r in rows}), seed=SEED,
+                           purpose=PURPOSE[split_name])
+    return header + "questions:\n" + "".join(_yaml_row(r) + "\n" for r in rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; fail if the files are stale")
+    args = parser.parse_args(argv)
+    halves, disagreements = build()
+    files = {HERE / f"{name}.yaml": render(name, rows) for name, rows in halves.items()}
+    files[HERE / "disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in disagreements)
+    if args.check:
+        stale = [p.name for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+        if stale:
+            print(f"stale: {', '.join(stale)}; run python corpus/make_corpus.py", file=sys.stderr)
+            return 1
+        return 0
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    n = sum(len(r) for r in halves.values())
+    print(f"{n} rows: tune {len(halves['tune'])}, test {len(halves['test'])}; "
+          f"{len(disagreements)} rows where the labellings differ")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
