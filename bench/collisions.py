@@ -1,4 +1,4 @@
-"""Cross-language collisions: vocabulary terms that an everyday word of another language matches.
+"""Cross-language collisions: policy terms that an everyday word of another language matches.
 
     python -m bench.collisions [--policy PATH] [--top N] [--language L ...]
 
@@ -34,7 +34,8 @@ DEFAULT_TOP: Final = 5000
 
 @dataclass(frozen=True)
 class Collision:
-    intent: str
+    where: str
+    """The term list: `vocabulary.training`, `clinical_terms`, `scopes.today`, `fragment_terms.chronotype`."""
     language: str
     term: str
     other: str
@@ -44,7 +45,7 @@ class Collision:
     """The word's frequency rank in `other` (0 = most frequent)."""
 
     def __str__(self) -> str:
-        return (f"vocabulary.{self.intent}.{self.language}: {self.term!r} matches {self.other} word "
+        return (f"{self.where}.{self.language}: {self.term!r} matches {self.other} word "
                 f"{self.word!r} (frequency rank {self.rank})")
 
 
@@ -56,11 +57,22 @@ def common_words(language: str, top: int) -> tuple[str, ...]:
     return tuple(normalise(w) for w in words)
 
 
+def term_lists(policy: Policy) -> Iterable[tuple[str, Mapping[str, Iterable[str]]]]:
+    """Every term list the policy matches against questions: (where, language -> terms)."""
+    for intent, vocabulary in policy.vocabulary.items():
+        yield f"vocabulary.{intent}", vocabulary
+    yield "clinical_terms", policy.clinical_terms
+    for scope, lists in policy.scopes.items():
+        yield f"scopes.{scope}", lists.terms
+    for fragment, by_language in policy.fragment_terms.items():
+        yield f"fragment_terms.{fragment}", by_language
+
+
 def _keys_by_algorithm(policy: Policy, languages: Iterable[str]) -> dict[str, dict[str, list[tuple[str, str]]]]:
-    """algorithm -> key of a single-word term -> [(intent, term)] (for the given term languages)."""
+    """language -> key of a single-word term -> [(where, term)] (for the given term languages)."""
     out: dict[str, dict[str, list[tuple[str, str]]]] = {}
     wanted = set(languages)
-    for intent, by_language in policy.vocabulary.items():
+    for where, by_language in term_lists(policy):
         for language, terms in by_language.items():
             if language not in wanted:
                 continue
@@ -70,7 +82,7 @@ def _keys_by_algorithm(policy: Policy, languages: Iterable[str]) -> dict[str, di
                 if len(words) != 1:
                     continue
                 for key in stem_variants(words[0], algorithm):
-                    out.setdefault(language, {}).setdefault(key, []).append((intent, term))
+                    out.setdefault(language, {}).setdefault(key, []).append((where, term))
     return out
 
 
@@ -88,11 +100,11 @@ def collisions(policy: Policy, *, top: int = DEFAULT_TOP, languages: Sequence[st
                 if not word or any(script_of(ch) in UNSPACED for ch in word):
                     continue
                 for token in tokenise(word).words:
-                    for intent, term in keys.get(stem(token, algorithm), ()):
+                    for where, term in keys.get(stem(token, algorithm), ()):
                         if other not in accepted.get(normalise(term), frozenset()):
-                            found.append(Collision(intent, language, term, other, word, rank))
-    unique = {(c.intent, c.language, c.term, c.other, c.word): c for c in found}
-    return sorted(unique.values(), key=lambda c: (c.language, c.intent, c.term, c.rank))
+                            found.append(Collision(where, language, term, other, word, rank))
+    unique = {(c.where, c.language, c.term, c.other, c.word): c for c in found}
+    return sorted(unique.values(), key=lambda c: (c.language, c.where, c.term, c.rank))
 
 
 ALL: Final = frozenset(SPACED)

@@ -22,7 +22,7 @@ from coachctx.decision import Decision
 from coachctx.pipeline import check_question, plan_for, select
 from coachctx.plan import Plan
 from coachctx.policy import Policy
-from coachctx.routing import ModelAnswer, clinical_terms_in, infer_scope, route
+from coachctx.routing import ModelAnswer, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
 from coachctx.text import tokenise
 from coachctx.tokens import count_tokens
@@ -214,7 +214,8 @@ def route_and_select(question: str, fragment_facts: Mapping[str, FragmentFact], 
     decided = route(tokens, policy, None)
     effective, _ = infer_scope(tokens, policy)
     clinical = clinical_terms_in(tokens, policy)
-    plan = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend).plan
+    plan = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
+                    named=named_fragments_in(tokens, policy)).plan
     audit(decided, plan, policy, clinical)
     return plan
 

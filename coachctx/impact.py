@@ -40,7 +40,7 @@ from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy
 from coachctx.prompt import build_prompt, system_block
-from coachctx.routing import Route, clinical_terms_in, infer_scope, route
+from coachctx.routing import Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
 from coachctx.tokens import count_messages
@@ -291,6 +291,8 @@ class _Routed:
     route: Route
     evidence: tuple[str, ...]
     """The intents that scored: with the clinical flag, they decide the plan as much as the route."""
+    named: tuple[tuple[str, tuple[str, ...]], ...]
+    """The fragments the question names, with the terms that name them."""
 
 
 class PolicyRunner:
@@ -308,7 +310,7 @@ class PolicyRunner:
         spend = self.policy.tiers[tier]
         a = self.bundles.get(athlete)
         r = self._route(q, tokens)
-        plan_key = (athlete, spend, r.scope, r.intent, r.contenders, r.evidence, bool(r.clinical), r.source)
+        plan_key = (athlete, spend, r.scope, r.intent, r.contenders, r.evidence, bool(r.clinical), r.source, r.named)
         planned = self._plans.get(plan_key)
         if planned is None:
             planned = self._plans[plan_key] = self._plan(a, spend, r)
@@ -330,10 +332,11 @@ class PolicyRunner:
         r = route(tokens, self.policy, None)
         scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
         return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)), r,
-                       tuple(n for n, v in r.scores.scores.items() if v > 0))
+                       tuple(n for n, v in r.scores.scores.items() if v > 0),
+                       tuple((f, tuple(terms)) for f, terms in named_fragments_in(tokens, self.policy).items()))
 
     def _plan(self, a: _Athlete, spend: int, r: _Routed) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-        plan = plan_for(r.route, self.policy, r.scope, r.clinical, a.facts, a.costs, spend).plan
+        plan = plan_for(r.route, self.policy, r.scope, r.clinical, a.facts, a.costs, spend, named=dict(r.named)).plan
         withheld = []
         for s in plan.fragments:
             if s.status == "withheld":

@@ -23,8 +23,8 @@ from coachctx.modifiers import ApplyScope
 from coachctx.plan import Plan
 from coachctx.policy import SCOPES, Policy
 from coachctx.prompt import build_naive_prompt, build_prompt, system_block
-from coachctx.routing import Classifier, Route, clinical_terms_in, infer_scope, route
-from coachctx.selection import lookup
+from coachctx.routing import Classifier, Route, clinical_terms_in, infer_scope, named_fragments_in, route
+from coachctx.selection import Named, lookup
 from coachctx.services import Bundle
 from coachctx.text import tokenise
 
@@ -98,7 +98,7 @@ def select(
     costs = {name: f.cost(cost_mode) for name, f in fragment_facts.items()}
     clinical = clinical_terms_in(tokens, policy)
     planned = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
-                       soften_excludes=soften_excludes)
+                       named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
     plan, considered = planned.plan, planned.considered
     warnings = [*audit(decided, plan, policy, clinical), *planned.warnings]
     coverage = _coverage(plan)
@@ -162,13 +162,14 @@ def evidence_of(decided: Route) -> dict[str, tuple[tuple[str, float], ...]]:
 
 def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
              fragment_facts: Mapping[str, FragmentFact], costs: Mapping[str, int], spend: int, *,
-             soften_excludes: bool = True) -> Planned:
+             named: Named, soften_excludes: bool = True) -> Planned:
     """Policy lookup, scope modifiers, availability and budget: the one sequence of selection
-    stages, shared by `select()`, impact analysis and the benchmark."""
+    stages, shared by `select()`, impact analysis and the benchmark. `named` is
+    `named_fragments_in(question)`: the fragments the question's fragment terms name."""
     evidence = evidence_of(decided)
     unmatched = decided.matched_nothing and decided.source == "fallback"
     plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
-                  evidence=evidence, clinical=clinical, unmatched=unmatched)
+                  evidence=evidence, clinical=clinical, unmatched=unmatched, named=named)
     ordered = [decided.intent, *[c for c in decided.contenders if c != decided.intent]]
     considered = tuple([*ordered, *[e for e in evidence if e not in ordered]] if soften_excludes
                        else [decided.intent])

@@ -260,6 +260,9 @@ def describe_path(path: str) -> str:
             i += 1
         elif part == "confident_threshold":
             words.append("confidence threshold")
+        elif part == "fragment_terms" and nxt is not None:
+            words.append(f"words naming {nxt}")
+            i += 1
         elif part in ("clinical_terms", "terms") and nxt is not None and not isinstance(nxt, int):
             words.append(f"{'clinical words' if part == 'clinical_terms' else 'words'} in language {nxt}")
             i += 1
@@ -358,7 +361,7 @@ def _code(text: str) -> str:
 SECTION_TITLES: Final[Mapping[str, str]] = {
     "routing": "Routing thresholds", "tiers": "Tiers (token budgets)", "intents": "Intents: what each may see",
     "vocabulary": "Vocabulary: terms and weights", "scopes": "Time horizons: terms and modifiers",
-    "clinical_terms": "Clinical terms",
+    "clinical_terms": "Clinical terms", "fragment_terms": "Fragment terms: words that name one fact",
 }
 DIFF_COLUMNS: Final = ("section", "subject", "change", "kind", "path")
 

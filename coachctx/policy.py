@@ -165,6 +165,9 @@ class Policy(_Strict):
     vocabulary: dict[IntentName, dict[Language, dict[Term, Weight]]]
     scopes: dict[ScopeName, ScopePolicy] = {}
     clinical_terms: dict[Language, list[Term]] = {}
+    fragment_terms: dict[FragmentName, dict[Language, list[Term]]] = {}
+    """Words that name a fragment's topic ("deadlift", "night owl"): a question that uses one gets
+    that fragment as a secondary ahead of the route's own, and no exclude withholds it."""
 
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -205,6 +208,8 @@ def policy_digest(policy: Policy) -> str:
     data = policy.model_dump(mode="json")
     if data.get("unmatched") is None:  # a policy written before the section existed keeps its digest
         data.pop("unmatched", None)
+    if not data.get("fragment_terms"):  # nor does one written before fragment terms existed
+        data.pop("fragment_terms", None)
     canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -337,6 +342,8 @@ def policy_to_yaml(policy: Policy) -> str:
     data = policy.model_dump(mode="json", exclude_defaults=False)
     if data.get("unmatched") is None:
         data.pop("unmatched", None)
+    if not data.get("fragment_terms"):
+        data.pop("fragment_terms", None)
     for scope in data.get("scopes", {}).values():
         for m in scope.get("modifiers", []):
             if m.get("intents") is None:

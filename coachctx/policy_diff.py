@@ -8,7 +8,7 @@ into text grouped by section and subject. Compared:
   added or removed), reordering of primary and secondary (prompt and budget order), max_words;
 - vocabulary: per intent and language, terms added, removed or re-weighted;
 - scopes: scope terms per language, modifiers added, removed or changed;
-- routing thresholds, tiers and clinical terms.
+- routing thresholds, tiers, clinical terms and fragment terms.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any, Final, Literal
 
 from coachctx.policy import INTENTS, SCOPES, Modifier, Policy
 
-Section = Literal["routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms"]
-SECTIONS: Final[tuple[Section, ...]] = ("routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms")
+Section = Literal["routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms", "fragment_terms"]
+SECTIONS: Final[tuple[Section, ...]] = ("routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms",
+                                        "fragment_terms")
 ChangeKind = Literal["added", "removed", "changed", "moved", "reordered"]
 ROLES: Final = ("primary", "secondary", "exclude")
 
@@ -66,7 +67,7 @@ class Change:
             parts = [f"{k} {self.before[k]!r} -> {self.after[k]!r}" for k in ("action", "reason")
                      if self.before[k] != self.after[k]]
             return f"~ modifier {self.item}: {'; '.join(parts)}"
-        if self.section in ("scopes", "clinical_terms"):
+        if self.section in ("scopes", "clinical_terms", "fragment_terms"):
             language = self.path.rsplit(".", 1)[-1]
             sign = "+" if self.kind == "added" else "-"
             return f"{sign} term ({language}) {self.item!r}"
@@ -105,7 +106,8 @@ class PolicyDiff:
 
 def diff_policies(before: Policy, after: Policy) -> PolicyDiff:
     changes: list[Change] = [*_routing(before, after), *_tiers(before, after), *_intents(before, after),
-                             *_vocabulary(before, after), *_scopes(before, after), *_clinical(before, after)]
+                             *_vocabulary(before, after), *_scopes(before, after), *_clinical(before, after),
+                             *_fragment_terms(before, after)]
     return PolicyDiff(before.digest, after.digest, tuple(changes))
 
 
@@ -224,6 +226,12 @@ def _scopes(a: Policy, b: Policy) -> Iterable[Change]:
 
 def _clinical(a: Policy, b: Policy) -> Iterable[Change]:
     return _term_lists("clinical_terms", None, "clinical_terms", a.clinical_terms, b.clinical_terms)
+
+
+def _fragment_terms(a: Policy, b: Policy) -> Iterable[Change]:
+    for fragment in _keys(a.fragment_terms, b.fragment_terms):
+        yield from _term_lists("fragment_terms", fragment, f"fragment_terms.{fragment}",
+                               a.fragment_terms.get(fragment, {}), b.fragment_terms.get(fragment, {}))
 
 
 def _keys(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> list[Any]:

@@ -370,6 +370,22 @@ def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
     return [t.term for t in clinical_matcher(policy).find(tokens)]
 
 
+def fragment_matcher(policy: Policy) -> TermMatcher:
+    """The policy's fragment terms, compiled once: each fragment is a label."""
+    return policy.derived("fragment_terms", lambda p: TermMatcher.compile(
+        {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in by_language.items()}
+         for name, by_language in p.fragment_terms.items()}))
+
+
+def named_fragments_in(question: str | Tokens, policy: Policy) -> dict[str, list[str]]:
+    """Fragment -> the fragment terms of the question that name it, in policy order."""
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    named: dict[str, list[str]] = {}
+    for entry in fragment_matcher(policy).find(tokens):
+        named.setdefault(entry.label, []).append(entry.term)
+    return {name: named[name] for name in policy.fragment_terms if name in named}
+
+
 def scope_matcher(policy: Policy) -> TermMatcher:
     """The policy's scope vocabulary, compiled once."""
     return policy.derived("scopes", lambda p: TermMatcher.compile(

@@ -242,6 +242,22 @@ class TestPolicyToYaml:
         assert relaid.digest == p.digest
         assert parse_policy(SMALL.replace("free: 50", "free: 60")).digest != p.digest
 
+    def test_fragment_terms_round_trip_and_an_empty_section_keeps_the_old_digest(self) -> None:
+        p = parse_policy(SMALL, "a.yaml")
+        assert parse_policy(SMALL + "fragment_terms: {}\n").digest == p.digest
+        assert "fragment_terms" not in policy_to_yaml(p)
+        named = parse_policy(SMALL + "fragment_terms:\n  chronotype: {en: [night owl]}\n")
+        assert named.digest != p.digest
+        assert parse_policy(policy_to_yaml(named)) == named
+
+    def test_fragment_terms_name_real_fragments_and_languages(self) -> None:
+        with pytest.raises(PolicyError) as e:
+            parse_policy(SMALL + "fragment_terms:\n  chronotyp: {en: [night owl]}\n", "p.yaml")
+        assert "fragment_terms" in str(e.value) and "chronotyp" in str(e.value)
+        with pytest.raises(PolicyError) as e:
+            parse_policy(SMALL + "fragment_terms:\n  chronotype: {xx: [night owl]}\n", "p.yaml")
+        assert "fragment_terms.chronotype" in str(e.value)
+
     def test_equality_is_by_content_not_by_what_was_compiled_from_it(self) -> None:
         from coachctx.routing import score
 

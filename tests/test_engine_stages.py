@@ -108,6 +108,66 @@ def scoped(policy: Policy) -> Policy:
     return derive_policy(policy, change)
 
 
+def _naming(policy: Policy) -> Policy:
+    """The default intents with fragment terms written by the test."""
+
+    def change(data: dict[str, Any]) -> None:
+        data["fragment_terms"] = {"baseline_strength": {"en": ["deadlift", "squat"]},
+                                  "chronotype": {"en": ["night owl"], "de": ["Nachteule"]}}
+
+    return derive_policy(policy, change)
+
+
+class TestFragmentTerms:
+    def test_a_named_fragment_is_the_first_secondary_with_the_terms_as_its_reason(self, policy: Policy) -> None:
+        p = _naming(policy)
+        plan = lookup(p, "training", ("training",), named={"baseline_strength": ["deadlift"]})
+        assert [s.name for s in plan.fragments if s.role == "secondary"][0] == "baseline_strength"
+        [reason] = plan["baseline_strength"].reasons
+        assert (reason.code, reason.detail) == (
+            "evidence_in_question", "the question names it (deadlift), so it is spent before generic secondaries")
+
+    def test_no_exclude_withholds_a_named_fragment(self, policy: Policy) -> None:
+        p = _naming(policy)
+        assert "baseline_strength" in p.intent("conditions").exclude
+        plan = lookup(p, "conditions", ("conditions",), named={"baseline_strength": ["deadlift", "squat"]})
+        assert plan["baseline_strength"].status == "selected"
+        assert _codes(plan, "baseline_strength") == ["evidence_in_question", "kept_despite_exclude"]
+        assert plan["baseline_strength"].reasons[1].detail == (
+            "conditions excludes it, but the question names it (deadlift, squat)")
+
+    def test_a_named_primary_stays_primary_and_gains_no_reason(self, policy: Policy) -> None:
+        plan = lookup(_naming(policy), "injury", ("injury",), named={"baseline_strength": ["squat"]})
+        assert plan["baseline_strength"].role == "primary"
+        assert plan["baseline_strength"].reasons == ()
+
+    def test_the_original_design_ignores_fragment_terms(self, policy: Policy) -> None:
+        p = _naming(policy)
+        assert lookup(p, "conditions", ("conditions",), soften_excludes=False,
+                      named={"baseline_strength": ["squat"]}) == lookup(p, "conditions", ("conditions",),
+                                                                          soften_excludes=False)
+
+    def test_select_finds_the_terms_in_any_language_and_spends_them_first(self, policy: Policy,
+                                                                          maya: Bundle) -> None:
+        p = _naming(policy)
+        d = select("Too hot and humid for my deadlifts outside? I am a Nachteule anyway", maya, p, budget=40)
+        by_name = {f.name: f for f in d.fragments}
+        assert d.intent["name"] == "conditions"
+        assert by_name["baseline_strength"].status == "selected"
+        assert by_name["chronotype"].role == "secondary"
+        later = [f for f in d.fragments if f.role == "secondary" and f.name not in ("baseline_strength", "chronotype")]
+        assert later and all(f.status == "withheld" for f in later)
+        assert by_name["baseline_strength"].reasons[0]["detail"].startswith("the question names it (deadlift)")
+
+    def test_a_question_no_vocabulary_term_matched_still_gets_what_it_names(self, policy: Policy,
+                                                                          maya: Bundle) -> None:
+        d = select("ugh, a night owl like me", maya, _naming(policy))
+        assert d.intent["matched_nothing"]
+        chrono = next(f for f in d.fragments if f.name == "chronotype")
+        assert (chrono.status, chrono.role) == ("selected", "secondary")
+        assert chrono.reasons[0]["code"] == "evidence_in_question"
+
+
 class TestApplyScope:
     def test_promote_makes_a_fragment_primary_with_the_policy_reason(self, scoped: Policy) -> None:
         plan = ApplyScope(scoped, "today", ["training"])(lookup(scoped, "training", ["training"]))

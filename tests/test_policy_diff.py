@@ -78,6 +78,25 @@ class TestDiffPolicies:
             ("vocabulary", "recovery (de)", "added", "schlaf", None, 1.5),
         ]
 
+    def test_fragment_terms_added_and_removed(self, before: Policy) -> None:
+        def named(d: dict[str, Any]) -> None:
+            d["fragment_terms"] = {"chronotype": {"en": ["night owl", "early bird"]},
+                                   "baseline_aerobic": {"en": ["vo2max"], "de": ["Ruhepuls"]}}
+
+        def name(d: dict[str, Any]) -> None:
+            named(d)
+            d["fragment_terms"]["chronotype"]["en"].remove("night owl")
+            d["fragment_terms"]["chronotype"]["en"].append("lark")
+            d["fragment_terms"].pop("baseline_aerobic")
+
+        diff = diff_policies(edit(before, named), edit(before, name))
+        shown = [(c.section, c.subject, c.kind, c.item) for c in diff.changes]
+        assert shown[:2] == [("fragment_terms", "chronotype", "removed", "night owl"),
+                             ("fragment_terms", "chronotype", "added", "lark")]
+        assert {c.subject for c in diff.changes[2:]} == {"baseline_aerobic"}
+        assert all(c.kind == "removed" for c in diff.changes[2:])
+        assert diff.changes[1].describe() == "+ term (en) 'lark'"
+
     def test_modifiers_scope_terms_routing_tiers_and_clinical_terms(self, before: Policy) -> None:
         def rest(d: dict[str, Any]) -> None:
             d["routing"]["margin"] = 0.5
