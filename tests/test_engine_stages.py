@@ -109,9 +109,10 @@ def scoped(policy: Policy) -> Policy:
 
 
 def _naming(policy: Policy) -> Policy:
-    """The default intents with fragment terms written by the test."""
+    """The default intents with a vocabulary and fragment terms written by the test."""
 
     def change(data: dict[str, Any]) -> None:
+        data["vocabulary"] = MINI_VOCABULARY
         data["fragment_terms"] = {"baseline_strength": {"en": ["deadlift", "squat"]},
                                   "chronotype": {"en": ["night owl"], "de": ["Nachteule"]}}
 
@@ -150,7 +151,7 @@ class TestFragmentTerms:
     def test_select_finds_the_terms_in_any_language_and_spends_them_first(self, policy: Policy,
                                                                           maya: Bundle) -> None:
         p = _naming(policy)
-        d = select("Too hot and humid for my deadlifts outside? I am a Nachteule anyway", maya, p, budget=40)
+        d = select("Is the heat too much for my deadlifts outside? I am a Nachteule anyway", maya, p, budget=40)
         by_name = {f.name: f for f in d.fragments}
         assert d.intent["name"] == "conditions"
         assert by_name["baseline_strength"].status == "selected"
