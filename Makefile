@@ -10,17 +10,22 @@ $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/python -m pip install -q -e '.[dev]'
+# the playground and the CLI need only the package; the tests, lint and bench add the dev extras
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/activate
+	$(BIN)/python -m pip install -q -e .
 	touch $@
 
+$(VENV)/.installed: pyproject.toml | $(BIN)/activate
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed-run
+
 ## run: install, then start the Streamlit playground on http://localhost:$(PORT)
-run: $(VENV)/.installed
+run: $(VENV)/.installed-run
 	$(BIN)/streamlit run app.py --server.headless true --server.port $(PORT) \
 		--browser.gatherUsageStats false
 
 ## demo: the CLI on the sample athletes, no browser
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-run
 	$(BIN)/coachctx athletes
 	$(BIN)/coachctx explain "Should I train through this pain?" --athlete maya
 
