@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from coachctx.policy import LANGUAGES, Policy, load_policy
+from coachctx.routing import term_matching
 from coachctx.text import UNSPACED, normalise, script_of, stem, stem_variants, tokenise
 
 WORDFREQ_CODES: Final[Mapping[str, str]] = {"no": "nb"}
@@ -60,29 +61,33 @@ def common_words(language: str, top: int) -> tuple[str, ...]:
 def term_lists(policy: Policy) -> Iterable[tuple[str, Mapping[str, Iterable[str]]]]:
     """Every term list the policy matches against questions: (where, language -> terms)."""
     for intent, vocabulary in policy.vocabulary.items():
-        yield f"vocabulary.{intent}", vocabulary
-    yield "clinical_terms", policy.clinical_terms
+        yield f"vocabulary.{intent}", vocabulary  # type: ignore[misc]
+    yield "clinical_terms", policy.clinical_terms  # type: ignore[misc]
     for scope, lists in policy.scopes.items():
-        yield f"scopes.{scope}", lists.terms
+        yield f"scopes.{scope}", lists.terms  # type: ignore[misc]
     for fragment, by_language in policy.fragment_terms.items():
-        yield f"fragment_terms.{fragment}", by_language
+        yield f"fragment_terms.{fragment}", by_language  # type: ignore[misc]
 
 
-def _keys_by_algorithm(policy: Policy, languages: Iterable[str]) -> dict[str, dict[str, list[tuple[str, str]]]]:
-    """language -> key of a single-word term -> [(where, term)] (for the given term languages)."""
-    out: dict[str, dict[str, list[tuple[str, str]]]] = {}
+Keys = dict[str, dict[str, list[tuple[str, str]]]]
+"""algorithm -> key of a single-word term -> [(where, term)]."""
+
+
+def _keys_by_language(policy: Policy, languages: Iterable[str]) -> dict[str, Keys]:
+    """Term language -> its single-word terms' keys, per matching algorithm (a `=` term matches whole words)."""
+    out: dict[str, Keys] = {}
     wanted = set(languages)
     for where, by_language in term_lists(policy):
         for language, terms in by_language.items():
             if language not in wanted:
                 continue
-            algorithm = LANGUAGES[language]
             for term in terms:
-                words = tokenise(term).words
+                text, algorithm = term_matching(term, language)
+                words = tokenise(text).words
                 if len(words) != 1:
                     continue
                 for key in stem_variants(words[0], algorithm):
-                    out.setdefault(language, {}).setdefault(key, []).append((where, term))
+                    out.setdefault(language, {}).setdefault(algorithm, {}).setdefault(key, []).append((where, term))
     return out
 
 
@@ -90,9 +95,7 @@ def collisions(policy: Policy, *, top: int = DEFAULT_TOP, languages: Sequence[st
                accepted: Mapping[str, frozenset[str]] | None = None) -> list[Collision]:
     accepted = ACCEPTED if accepted is None else accepted
     found: list[Collision] = []
-    table = _keys_by_algorithm(policy, languages)
-    for language, keys in sorted(table.items()):
-        algorithm = LANGUAGES[language]
+    for language, by_algorithm in sorted(_keys_by_language(policy, languages).items()):
         for other in SPACED:
             if other == language:
                 continue
@@ -100,15 +103,21 @@ def collisions(policy: Policy, *, top: int = DEFAULT_TOP, languages: Sequence[st
                 if not word or any(script_of(ch) in UNSPACED for ch in word):
                     continue
                 for token in tokenise(word).words:
-                    for where, term in keys.get(stem(token, algorithm), ()):
-                        if other not in accepted.get(normalise(term), frozenset()):
-                            found.append(Collision(where, language, term, other, word, rank))
+                    for algorithm, keys in by_algorithm.items():
+                        for where, term in keys.get(stem(token, algorithm), ()):
+                            if other not in accepted.get(normalise(term), frozenset()):
+                                found.append(Collision(where, language, term, other, word, rank))
     unique = {(c.where, c.language, c.term, c.other, c.word): c for c in found}
     return sorted(unique.values(), key=lambda c: (c.language, c.where, c.term, c.rank))
 
 
 ALL: Final = frozenset(SPACED)
-ACCEPTED: Final[Mapping[str, frozenset[str]]] = {}
+ACCEPTED: Final[Mapping[str, frozenset[str]]] = {
+    "km": ALL, "plan": ALL, "program": ALL, "marathon": ALL,
+    "saison": frozenset({"fr"}), "later": frozenset({"nl"}), "week": frozenset({"nl", "fr"}),
+    "weekend": frozenset({"nl", "pl", "fr", "de"}), "water": frozenset({"nl"}),
+    "semana": frozenset({"pt"}), "agua": frozenset({"pt"}),
+}
 """Term (normalised) -> the languages whose everyday words may match it: the same word, meaning
 the same thing there."""
 

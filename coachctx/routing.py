@@ -19,7 +19,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from coachctx.policy import INTENTS, LANGUAGES, Policy
-from coachctx.text import Tokens, stem_variants, tokenise
+from coachctx.text import WHOLE_WORD, Tokens, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
 FUZZY_FACTOR: Final = 0.75
@@ -43,6 +43,19 @@ class _Term:
 
 def _keys(word: str, algorithm: str) -> frozenset[str]:
     return frozenset({word}) if algorithm == "prefix" else stem_variants(word, algorithm)
+
+
+EXACT_MARK: Final = "="
+"""A term written `=allenamento` matches those words as written (accents folded), not their stem:
+for a word whose stem is an everyday word elsewhere (Italian "allenamento" stems to German "allen")."""
+
+
+def term_matching(term: str, language: str) -> tuple[str, str]:
+    """(the text to match, how): the language's mode, or whole words for an `=` term of a spaced script."""
+    mode = LANGUAGES[language]
+    if term.startswith(EXACT_MARK) and mode not in ("substring", "prefix"):
+        return term[len(EXACT_MARK):], WHOLE_WORD
+    return term, mode
 
 
 @dataclass(frozen=True)
@@ -78,10 +91,10 @@ class TermMatcher:
         longest = 1
         for label, by_language in table.items():
             for language, terms in by_language.items():
-                mode = LANGUAGES[language]
                 for term, weight in terms.items():
                     entry = _Term(label, term, float(weight))
-                    words = tokenise(term)
+                    text, mode = term_matching(term, language)
+                    words = tokenise(text)
                     if mode == "substring":
                         key = words.unspaced or words.text.strip()
                         if key:

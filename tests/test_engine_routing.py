@@ -56,6 +56,17 @@ class TestScore:
     def test_spanish_accents_are_folded_before_stemming(self, mini: Policy) -> None:
         assert score("mi recuperacion es lenta", mini).matched["recovery"] == (("recuperación", 1.5),)
 
+    def test_an_exact_term_matches_the_word_as_written_not_its_stem(self, policy: Policy) -> None:
+        # Italian "allenamento" stems to "allen", which is also German "allen" (all)
+        stemmed = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"it": {"allenamento": 1.0}}})
+        exact = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"it": {"=allenamento": 1.0}}})
+        german = "kann ich mit allen Freunden laufen"
+        assert score(german, stemmed).scores["training"] == 1.0
+        assert score(german, exact).scores["training"] == 0.0
+        assert score("oggi allenamento leggero", exact).matched["training"] == (("=allenamento", 1.0),)
+        # another form of the word is no longer the same stem, only a typo-distance match
+        assert score("oggi allenamenti", exact).matched["training"] == (("=allenamento (fuzzy: allenamenti)", 0.75),)
+
     def test_korean_terms_match_as_word_prefixes(self, mini: Policy) -> None:
         # Korean particles attach to the end of a word: 무릎이 is 무릎 + the subject particle
         assert score("무릎이 아프다", mini).matched["injury"] == (("무릎", 1.0), ("아프", 1.0))

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
+from engine_support import derive_policy
 
+from bench.collisions import collisions
 from coachctx.policy import Policy
 from coachctx.routing import route
 
@@ -40,3 +43,20 @@ class TestVocabulary:
         rows = yaml.safe_load(BROAD.read_text(encoding="utf-8"))["questions"]
         ruled = {row.get("lang", "en") for row in rows if route(row["q"], policy, None).source == "rules"}
         assert ruled >= set(REQUIRED_LANGUAGES)
+
+
+class TestFalseFriends:
+    """Every language's terms meet every question, so a term must not be an everyday word elsewhere."""
+
+    TOP = 400
+
+    def test_no_term_matches_one_of_the_commonest_words_of_another_language(self, policy: Policy) -> None:
+        found = collisions(policy, top=self.TOP)
+        assert [str(c) for c in found] == []
+
+    def test_the_check_finds_a_false_friend(self, policy: Policy) -> None:
+        def add(d: dict[str, Any]) -> None:
+            d["vocabulary"]["conditions"]["es"]["helada"] = 1.0  # stems to "hel": Swedish "hela" (whole)
+
+        found = collisions(derive_policy(policy, add), top=self.TOP, languages=["es"])
+        assert ("vocabulary.conditions", "helada", "sv", "hela") in {(c.where, c.term, c.other, c.word) for c in found}
