@@ -79,9 +79,6 @@ class Plan:
                 return state
         raise KeyError(name)
 
-    def by_name(self) -> Mapping[str, FragmentState]:
-        return {s.name: s for s in self.fragments}
-
     def update(self, changes: Mapping[str, FragmentState]) -> Plan:
         return Plan(tuple(changes.get(s.name, s) for s in self.fragments))
 

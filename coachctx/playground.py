@@ -911,11 +911,6 @@ class ReplyReport:
     def within_limit(self) -> bool:
         return self.words <= self.max_words
 
-    @property
-    def referral_ok(self) -> bool:
-        """A clinical question needs a closing referral; any other question passes."""
-        return not self.clinical or self.referral is not None
-
 
 def reply_report(text: str, d: Decision) -> ReplyReport:
     return ReplyReport(words=count_words(text), max_words=d.max_words,

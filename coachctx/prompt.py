@@ -56,9 +56,6 @@ class Prompt:
     def tokens(self) -> int:
         return count_messages(self.messages)
 
-    def as_text(self) -> str:
-        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages)
-
 
 def build_prompt(system: str, lines: Sequence[tuple[str, str]], question: str) -> Prompt:
     """`lines` are (fragment name, one-line text) in prompt order."""
