@@ -105,7 +105,7 @@ def collisions(policy: Policy, *, top: int = DEFAULT_TOP, languages: Sequence[st
                 for token in tokenise(word).words:
                     for algorithm, keys in by_algorithm.items():
                         for where, term in keys.get(stem(token, algorithm), ()):
-                            if other not in accepted.get(normalise(term), frozenset()):
+                            if other not in accepted.get(normalise(term).removeprefix("="), frozenset()):
                                 found.append(Collision(where, language, term, other, word, rank))
     unique = {(c.where, c.language, c.term, c.other, c.word): c for c in found}
     return sorted(unique.values(), key=lambda c: (c.language, c.where, c.term, c.rank))
@@ -117,6 +117,7 @@ ACCEPTED: Final[Mapping[str, frozenset[str]]] = {
     "saison": frozenset({"fr"}), "later": frozenset({"nl"}), "week": frozenset({"nl", "fr"}),
     "weekend": frozenset({"nl", "pl", "fr", "de"}), "water": frozenset({"nl"}),
     "semana": frozenset({"pt"}), "agua": frozenset({"pt"}), "morgen": frozenset({"da", "no", "nl"}),
+    "nu": frozenset({"da", "nl"}), "hej": frozenset({"da"}), "mat": frozenset({"no"}), "hei": frozenset({"fi"}),
 }
 """Term (normalised) -> the languages whose everyday words may match it: the same word, meaning
 the same thing there."""
