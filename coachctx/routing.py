@@ -140,6 +140,7 @@ class TermMatcher:
 
     def _find(self, tokens: Tokens) -> list[_Term]:
         found: dict[tuple[str, str], _Term] = {}
+        at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
         words = tokens.words
         known = [False] * len(words)
         for algorithm, phrases in self.stemmed.items():
@@ -151,7 +152,16 @@ class TermMatcher:
                 known[i] = True
                 for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
                     for entry in phrases.get(tuple(stems[i : i + n]), ()):
-                        found.setdefault((entry.label, entry.term), entry)
+                        # the same words met through two languages' terms ("train" and Dutch
+                        # "trainen") are one piece of evidence: the heavier term counts
+                        other = at_span.get((entry.label, i, n))
+                        if other is not None and other != (entry.label, entry.term):
+                            if found[other].weight >= entry.weight:
+                                continue
+                            del found[other]
+                        if (entry.label, entry.term) not in found:
+                            found[(entry.label, entry.term)] = entry
+                            at_span[(entry.label, i, n)] = (entry.label, entry.term)
         haystack = tokens.unspaced
         for key, entry in self.substrings if haystack else self.spaced_substrings:
             if key in haystack or (" " in key and key in tokens.text):

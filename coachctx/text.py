@@ -37,7 +37,8 @@ def normalise(text: str) -> str:
     """NFKC, casefold, invisible format characters (ZWJ, RTL marks, BOM) removed."""
     text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
-    return text.casefold()
+    # Turkish capital İ casefolds to i + a combining dot; the dot would hide "İdman" from "idman"
+    return text.casefold().replace("i\u0307", "i")
 
 
 def script_of(ch: str) -> str:
