@@ -56,6 +56,14 @@ class TestScore:
     def test_spanish_accents_are_folded_before_stemming(self, mini: Policy) -> None:
         assert score("mi recuperacion es lenta", mini).matched["recovery"] == (("recuperación", 1.5),)
 
+    def test_words_met_through_two_languages_terms_count_once_at_the_heavier_weight(self, policy: Policy) -> None:
+        # Dutch "trainen" stems to "train": an English question word meets both terms
+        p = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"en": {"train": 1.0}, "nl": {"trainen": 1.5}}})
+        result = score("should I train today", p)
+        assert result.scores["training"] == 1.5
+        assert result.matched["training"] == (("trainen", 1.5),)
+        assert score("train and train again", p).scores["training"] == 1.5  # a term still counts once
+
     def test_an_exact_term_matches_the_word_as_written_not_its_stem(self, policy: Policy) -> None:
         # Italian "allenamento" stems to "allen", which is also German "allen" (all)
         stemmed = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"it": {"allenamento": 1.0}}})
