@@ -217,7 +217,31 @@ def policy_digest(policy: Policy) -> str:
 # --- reading ---------------------------------------------------------------------------------
 
 
-class _GuardedLoader(yaml.SafeLoader):
+class _NoDuplicateKeys:
+    """PyYAML keeps the last of two equal keys without a word; a policy refuses them."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        # PyYAML keeps the last of two equal keys without a word: a second `training:` would
+        # silently replace the first. Merge keys (`<<`) may still be overridden, as YAML intends.
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)  # type: ignore[attr-defined]
+                try:
+                    seen = key in first_line
+                except TypeError:  # unhashable key: SafeConstructor reports it
+                    continue
+                if seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key!r} (first on line {first_line[key] + 1})", key_node.start_mark)
+                first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+class _GuardedLoader(_NoDuplicateKeys, yaml.SafeLoader):
     """SafeLoader that refuses deep nesting and alias bombs before anything is built."""
 
     def __init__(self, stream: str) -> None:
@@ -240,25 +264,32 @@ class _GuardedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        # PyYAML keeps the last of two equal keys without a word: a second `training:` would
-        # silently replace the first. Merge keys (`<<`) may still be overridden, as YAML intends.
-        if isinstance(node, yaml.MappingNode):
-            first_line: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=deep)
-                try:
-                    seen = key in first_line
-                except TypeError:  # unhashable key: SafeConstructor reports it
-                    continue
-                if seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark,
-                        f"found duplicate key {key!r} (first on line {first_line[key] + 1})", key_node.start_mark)
-                first_line[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
+
+_CBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _FastLoader(_NoDuplicateKeys, _CBase):  # type: ignore[misc,valid-type]
+    """The same rules on libyaml's parser: `parse_yaml` runs it after `_within_limits` checked the
+    event stream, and falls back to `_GuardedLoader` (whose messages the tests pin) on any error."""
+
+
+def _within_limits(text: str) -> bool:
+    """Depth and alias limits on libyaml's event stream, before anything is built."""
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=_CBase):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES or depth + 1 > MAX_YAML_DEPTH:
+                return False
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                return False
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, yaml.ScalarEvent) and depth + 1 > MAX_YAML_DEPTH:
+            return False
+    return True
 
 
 def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
@@ -270,6 +301,24 @@ def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
 # Safe, but not plain data: a `!!set` would give primary an order that changes per process.
 for _tag in ("binary", "set", "omap", "pairs"):
     _GuardedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+    _FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+
+
+def _fast_load(text: str) -> tuple[bool, Any]:
+    """(True, data) when libyaml reads the document within the limits; (False, None) otherwise,
+    so the pure-Python loader can say exactly what is wrong."""
+    if _CBase is yaml.SafeLoader:
+        return False, None
+    try:
+        if not _within_limits(text):
+            return False, None
+        loader = _FastLoader(text)
+        try:
+            return True, loader.get_single_data()
+        finally:
+            loader.dispose()
+    except Exception:  # any trouble: the pure-Python loader reads it again and says what is wrong
+        return False, None
 
 
 def read_policy_text(path: str | Path) -> str:
@@ -296,6 +345,9 @@ def parse_yaml(text: str, source: str = "<draft>") -> Any:
     """`yaml.safe_load` with size, depth and alias limits; tags that build objects are refused."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_POLICY_BYTES:
         raise PolicyError(source, [("", f"document is larger than {MAX_POLICY_BYTES} bytes")])
+    done, data = _fast_load(text)
+    if done:
+        return data
     try:
         loader = _GuardedLoader(text)
         try:
