@@ -31,7 +31,15 @@ from coachctx.decision import Decision, FragmentDecision
 from coachctx.errors import CoachctxError, InputError, PolicyError
 from coachctx.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
 from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
-from coachctx.policy import INTENTS, MAX_POLICY_BYTES, Policy, parse_policy, parse_yaml, policy_to_yaml
+from coachctx.policy import (
+    INTENTS,
+    MAX_POLICY_BYTES,
+    YAML_DUMPER,
+    Policy,
+    parse_policy,
+    parse_yaml,
+    policy_to_yaml,
+)
 from coachctx.policy_diff import PolicyDiff
 from coachctx.services import Bundle
 from coachctx.store import Label, LabelMove, Version
@@ -424,7 +432,7 @@ def draft_data(text: str) -> dict[str, Any] | None:
 
 
 def draft_to_yaml(data: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
+    return yaml.dump(dict(data), Dumper=YAML_DUMPER, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
 
 
 def with_setting(data: Mapping[str, Any], path: Sequence[str | int], value: Any) -> dict[str, Any]:

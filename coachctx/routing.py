@@ -19,15 +19,23 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from coachctx.policy import INTENTS, LANGUAGES, Policy
-from coachctx.text import WHOLE_WORD, Tokens, stem_variants, tokenise
+from coachctx.text import WHOLE_WORD, Tokens, script_of, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
 FUZZY_FACTOR: Final = 0.75
 """A misspelt word matches a term at this share of the term's weight."""
 
 
+FUZZY_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})
+"""Alphabets with written vowels. In Arabic or Devanagari one letter apart is often another
+everyday word (الأول "the first" / الأكل "food"), so those words match only as written."""
+
+
 def fuzzy_distance(word: str) -> int:
-    """The edit distance a misspelling of a word this long may have: 1 from 5 letters, 2 from 9."""
+    """The edit distance a misspelling of a word this long may have: 1 from 5 letters, 2 from 9;
+    0 for a word not written in one of `FUZZY_SCRIPTS`."""
+    if not word or script_of(word[0]) not in FUZZY_SCRIPTS:
+        return 0
     return 2 if len(word) >= 9 else 1 if len(word) >= 5 else 0
 
 RouteSource = Literal["rules", "model", "fallback"]
