@@ -188,7 +188,7 @@ def split(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _yaml_row(row: Mapping[str, Any]) -> str:
-    parts = [f"id: {row['id']}", f"q: {json.dumps(row['q'], ensure_ascii=False)}", f"lang: {row['lang']}",
+    parts = [f"id: {row['id']}", f"q: {json.dumps(row['q'], ensure_ascii=False)}", f"lang: {json.dumps(row['lang'])}",
              f"intents: [{', '.join(row['intents'])}]", f"needs: [{', '.join(row['needs'])}]"]
     if "scope" in row:
         parts.append(f"scope: {row['scope']}")
