@@ -358,6 +358,8 @@ def unified_diff(before: str, after: str, *, before_name: str = "checked-in", af
 
 def yaml_diff(base: Policy, draft: Policy, *, before_name: str = "checked-in", after_name: str = "draft") -> str:
     """A line diff of the two policies in one canonical layout, so only settings differ."""
+    if base.digest == draft.digest:
+        return ""
     return unified_diff(policy_to_yaml(base), policy_to_yaml(draft), before_name=before_name, after_name=after_name)
 
 

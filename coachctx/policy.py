@@ -393,6 +393,10 @@ def load_policy(path: str | Path | None = None) -> Policy:
 
 def policy_to_yaml(policy: Policy) -> str:
     """The policy as YAML a coach can read; `parse_policy` of it gives an equal policy."""
+    return policy.derived("yaml", _to_yaml)
+
+
+def _to_yaml(policy: Policy) -> str:
     data = policy.model_dump(mode="json", exclude_defaults=False)
     if data.get("unmatched") is None:
         data.pop("unmatched", None)
