@@ -116,7 +116,7 @@ ACCEPTED: Final[Mapping[str, frozenset[str]]] = {
     "km": ALL, "plan": ALL, "program": ALL, "marathon": ALL,
     "saison": frozenset({"fr"}), "later": frozenset({"nl"}), "week": frozenset({"nl", "fr"}),
     "weekend": frozenset({"nl", "pl", "fr", "de"}), "water": frozenset({"nl"}),
-    "semana": frozenset({"pt"}), "agua": frozenset({"pt"}), "morgen": frozenset({"da", "no", "nl"}), "morgens": frozenset({"da", "no", "nl"}),
+    "semana": frozenset({"pt"}), "agua": frozenset({"pt"}), "año": frozenset({"pt"}), "morgen": frozenset({"da", "no", "nl"}), "morgens": frozenset({"da", "no", "nl"}),
     "nu": frozenset({"da", "nl"}), "hej": frozenset({"da", "sv", "pl"}), "mat": frozenset({"no"}), "hei": frozenset({"fi"}),
 }
 """Term (normalised) -> the languages whose everyday words may match it: the same word, meaning
