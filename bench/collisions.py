@@ -36,7 +36,7 @@ DEFAULT_TOP: Final = 5000
 @dataclass(frozen=True)
 class Collision:
     where: str
-    """The term list: `vocabulary.training`, `clinical_terms`, `scopes.today`, `fragment_terms.chronotype`."""
+    """The term list: `vocabulary.training`, `clinical_terms`, `scopes.today.terms`, `fragment_terms.chronotype`."""
     language: str
     term: str
     other: str
@@ -58,17 +58,6 @@ def common_words(language: str, top: int) -> tuple[str, ...]:
     return tuple(normalise(w) for w in words)
 
 
-def term_lists(policy: Policy) -> Iterable[tuple[str, Mapping[str, Iterable[str]]]]:
-    """Every term list the policy matches against questions: (where, language -> terms)."""
-    for intent, vocabulary in policy.vocabulary.items():
-        yield f"vocabulary.{intent}", vocabulary  # type: ignore[misc]
-    yield "clinical_terms", policy.clinical_terms  # type: ignore[misc]
-    for scope, lists in policy.scopes.items():
-        yield f"scopes.{scope}", lists.terms  # type: ignore[misc]
-    for fragment, by_language in policy.fragment_terms.items():
-        yield f"fragment_terms.{fragment}", by_language  # type: ignore[misc]
-
-
 Keys = dict[str, dict[str, list[tuple[str, str]]]]
 """algorithm -> key of a single-word term -> [(where, term)]."""
 
@@ -77,7 +66,7 @@ def _keys_by_language(policy: Policy, languages: Iterable[str]) -> dict[str, Key
     """Term language -> its single-word terms' keys, per matching algorithm (a `=` term matches whole words)."""
     out: dict[str, Keys] = {}
     wanted = set(languages)
-    for where, by_language in term_lists(policy):
+    for where, by_language in policy.term_lists():
         for language, terms in by_language.items():
             if language not in wanted:
                 continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -58,6 +58,9 @@ FragmentName = Literal[
 Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
                    "hi", "id", "vi", "ja", "zh", "ko"]
 Term = Annotated[str, Field(min_length=1, max_length=80)]
+EXACT_MARK: Final = "="
+"""A term written `=allenamento` matches those words as written (accents folded), not their stem:
+for a word whose stem is an everyday word elsewhere (Italian "allenamento" stems to German "allen")."""
 Weight = Annotated[float, Field(gt=0, le=100)]
 
 assert set(FragmentName.__args__) == set(FRAGMENT_NAMES)  # type: ignore[attr-defined]
@@ -178,7 +181,21 @@ class Policy(_Strict):
             raise ValueError(f"intents: missing intent(s) {', '.join(missing)}")
         if not self.tiers:
             raise ValueError("tiers: at least one tier is needed")
+        for where, language, term in ((w, lang, t) for w, by_language in self.term_lists()
+                                      for lang, terms in by_language.items() for t in terms):
+            exact = term.startswith(EXACT_MARK)
+            if not term.removeprefix(EXACT_MARK).strip():
+                raise ValueError(f"{where}.{language}: the term {term!r} has no words")
+            if exact and LANGUAGES[language] in ("substring", "prefix"):
+                raise ValueError(f"{where}.{language}: {term!r}: exact terms ({EXACT_MARK}word) are for spaced "
+                                 f"scripts; {language} terms already match as written")
         return self
+
+    def term_lists(self) -> list[tuple[str, Mapping[Any, Iterable[str]]]]:
+        """Every term list matched against questions, as (where, language -> terms)."""
+        return [*((f"vocabulary.{i}", v) for i, v in self.vocabulary.items()), ("clinical_terms", self.clinical_terms),
+                *((f"scopes.{s}.terms", sp.terms) for s, sp in self.scopes.items()),
+                *((f"fragment_terms.{f}", v) for f, v in self.fragment_terms.items())]
 
     def __eq__(self, other: object) -> bool:
         # Content decides: pydantic would also compare `_derived`, so a policy whose digest or

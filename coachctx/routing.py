@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from coachctx.policy import INTENTS, LANGUAGES, Policy
+from coachctx.policy import EXACT_MARK, INTENTS, LANGUAGES, Policy
 from coachctx.text import WHOLE_WORD, Tokens, script_of, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
@@ -51,11 +51,6 @@ class _Term:
 
 def _keys(word: str, algorithm: str) -> frozenset[str]:
     return frozenset({word}) if algorithm == "prefix" else stem_variants(word, algorithm)
-
-
-EXACT_MARK: Final = "="
-"""A term written `=allenamento` matches those words as written (accents folded), not their stem:
-for a word whose stem is an everyday word elsewhere (Italian "allenamento" stems to German "allen")."""
 
 
 def term_matching(term: str, language: str) -> tuple[str, str]:

@@ -47,8 +47,9 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
            named: Named | None = None) -> Plan:
     """The plan the policy asks for. `contenders` includes `intent` (first) when uncertain;
     `evidence` holds the matched terms of every intent that scored; `clinical` the clinical terms
-    the question matched; `named` the fragments its fragment terms name. `soften_excludes=False` reproduces the original design (the routed
-    intent's lists alone, excludes always applied) so the audit can show what it lost."""
+    the question matched; `named` the fragments its fragment terms name. `soften_excludes=False`
+    reproduces the original design (the routed intent's lists alone, excludes always applied) so
+    the audit can show what it lost."""
     named = (named or {}) if soften_excludes else {}
     if unmatched and soften_excludes and policy.unmatched is not None:
         return _unmatched_plan(policy, clinical, named)

@@ -250,6 +250,17 @@ class TestPolicyToYaml:
         assert named.digest != p.digest
         assert parse_policy(policy_to_yaml(named)) == named
 
+    @pytest.mark.parametrize(("terms", "says"), [
+        ('{en: ["="]}', "clinical_terms.en: the term '=' has no words"),
+        ('{en: ["  "]}', "clinical_terms.en: the term '  ' has no words"),
+        ('{ja: ["=痛"]}', "exact terms (=word) are for spaced scripts; ja terms already match as written"),
+    ])
+    def test_a_term_that_could_never_match_is_refused(self, terms: str, says: str) -> None:
+        assert "clinical_terms: {en: [pain]}" in SMALL
+        with pytest.raises(PolicyError) as e:
+            parse_policy(SMALL.replace("clinical_terms: {en: [pain]}", f"clinical_terms: {terms}"), "p.yaml")
+        assert says in str(e.value)
+
     def test_fragment_terms_name_real_fragments_and_languages(self) -> None:
         with pytest.raises(PolicyError) as e:
             parse_policy(SMALL + "fragment_terms:\n  chronotyp: {en: [night owl]}\n", "p.yaml")
