@@ -7,6 +7,7 @@ Korean particles attach to the end of a word.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -113,8 +114,21 @@ def tokenise(question: str) -> Tokens:
             current_unspaced = unspaced
         if current:
             (runs if current_unspaced else words).append("".join(current))
-    words = [w[:MAX_TOKEN_CHARS] for w in words]
+    words = [unstretch(w)[:MAX_TOKEN_CHARS] for w in words]
     return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
+
+
+_STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
+_STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
+
+
+def unstretch(word: str) -> str:
+    """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
+    "soooo" -> "so". A run of three or more of one letter ends the word as one letter and stands for
+    two inside it ("feeeel" -> "feel"); no language writes a letter three times at the end of a word,
+    and inside one only a compound's seam does ("Schifffahrt" reads as the older "Schiffahrt", on the
+    term's side too). Digits are never touched ("1000")."""
+    return _STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))
 
 
 # letters with a stroke, not a combining accent, that chat typed without diacritics writes plain

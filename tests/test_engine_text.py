@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from coachctx.policy import Policy
+from coachctx.routing import score
 from coachctx.text import MAX_TOKEN_CHARS, normalise, script_of, stem, tokenise
 
 
@@ -39,6 +41,20 @@ class TestTokenise:
         assert tokens.words == words
         assert tokens.unspaced == ""
         assert tokens.scripts == ("Latin",)
+
+    @pytest.mark.parametrize(("question", "words"), [
+        ("my knee hurtsss sooo bad", ("my", "knee", "hurts", "so", "bad")),
+        ("cant sleeeep, feeeel wrecked", ("cant", "sleep", "feel", "wrecked")),
+        ("колено болиттт", ("колено", "болит")),
+        ("ran 1000m in 3:000", ("ran", "1000m", "in", "3", "000")),
+    ], ids=["trailing", "inside", "cyrillic", "digits-kept"])
+    def test_a_held_down_letter_reads_as_the_word(self, question: str, words: tuple[str, ...]) -> None:
+        assert tokenise(question).words == words
+
+    def test_a_stretched_word_meets_its_term(self, policy: Policy) -> None:
+        assert score("my knee hurtsss sooo bad", policy).matched["injury"]
+        assert score("my knee hurtsss sooo bad", policy).matched["injury"] == \
+            score("my knee hurts so bad", policy).matched["injury"]
 
     def test_russian_keeps_cyrillic_words(self) -> None:
         tokens = tokenise("Что съесть перед тренировкой?")
@@ -99,7 +115,7 @@ class TestTokenise:
         assert (tokens.words, tokens.unspaced, tokens.scripts) == ((), "", ())
 
     def test_very_long_tokens_are_capped(self) -> None:
-        assert tokenise("a" * 500).words == ("a" * MAX_TOKEN_CHARS,)
+        assert tokenise("ab" * 250).words == (("ab" * 250)[:MAX_TOKEN_CHARS],)
 
     @pytest.mark.parametrize(("ch", "script"), [
         ("a", "Latin"), ("é", "Latin"), ("я", "Cyrillic"), ("あ", "Hiragana"), ("ア", "Katakana"), ("漢", "Han"),
