@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
+from coachctx.common_words import common_words
 from coachctx.policy import EXACT_MARK, INTENTS, LANGUAGES, Policy
 from coachctx.text import WHOLE_WORD, Tokens, script_of, stem_variants, tokenise
 
@@ -185,13 +186,14 @@ class TermMatcher:
 
     def _near(self, word: str) -> tuple[_Term, ...]:
         """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word
-        within `fuzzy_distance`, starting with the same letter; none for a word the table has."""
+        within `fuzzy_distance`, starting with the same letter; none for a word the table has, nor
+        for an everyday word of some language ("faster" is not a misspelt "fasted")."""
         cached = self._fuzzy_seen.get(word)
         if cached is not None:
             return cached
         near: tuple[_Term, ...] = ()
         limit = fuzzy_distance(word)
-        if limit and word.isalpha() and word not in self.fuzzy:
+        if limit and word.isalpha() and word not in self.fuzzy and word not in common_words():
             best = process.extractOne(word, self.fuzzy.keys(), scorer=OSA.distance, score_cutoff=limit,
                                       processor=None)
             if best is not None and best[0][0] == word[0] and fuzzy_distance(best[0]) >= best[1]:

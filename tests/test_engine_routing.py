@@ -293,7 +293,7 @@ class TestTypoTolerance:
                                         "recovery": {"ko": {"회복": 1.5}}})
 
     @pytest.mark.parametrize(("question", "intent", "term", "weight"), [
-        ("can i do the maraton sunday", "training", "marathon (fuzzy: maraton)", 1.125),   # a dropped letter
+        ("can i do the marthon sunday", "training", "marathon (fuzzy: marthon)", 1.125),   # a dropped letter
         ("intreval session tonight", "training", "interval (fuzzy: intreval)", 0.75),      # two letters swapped
         ("my hamstrnig is sore", "injury", "hamstring (fuzzy: hamstrnig)", 0.75),          # 9 letters
         ("my hmastrnig is sore", "injury", "hamstring (fuzzy: hmastrnig)", 0.75),          # 2 edits from 9
@@ -312,6 +312,16 @@ class TestTypoTolerance:
     def test_what_is_not_a_misspelling(self, typo: Policy, question: str) -> None:
         matched = [t for terms in score(question, typo).matched.values() for t, _ in terms]
         assert not any("fuzzy" in t for t in matched)
+
+    @pytest.mark.parametrize(("vocabulary", "question"), [
+        ({"nutrition": {"en": {"=fasted": 1.5}}}, "how do i get faster"),           # English
+        ({"nutrition": {"de": {"wiegen": 1.0}}}, "wegen dem Regen laufen?"),        # German "because of"
+        ({"conditions": {"ru": {"скользко": 1.0}}}, "сколько бегать"),             # Russian "how much"
+        ({"training": {"en": {"marathon": 1.5}}}, "el maraton"),                      # a word of its own elsewhere
+    ], ids=["en", "de", "ru", "es"])
+    def test_an_everyday_word_is_never_read_as_a_misspelling(self, policy: Policy, vocabulary: dict[str, Any],
+                                                             question: str) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).nothing_matched
 
     def test_never_for_substring_or_prefix_scripts(self, typo: Policy) -> None:
         assert score("怪我我", typo).matched["injury"] == (("怪我", 1.5),)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ import yaml
 from engine_support import derive_policy
 
 from bench.collisions import collisions
+from coachctx.common_words import common_words
 from coachctx.policy import Policy
 from coachctx.routing import route
 
@@ -60,3 +63,15 @@ class TestFalseFriends:
 
         found = collisions(derive_policy(policy, add), top=self.TOP, languages=["es"])
         assert ("vocabulary.conditions", "helada", "sv", "hela") in {(c.where, c.term, c.other, c.word) for c in found}
+
+
+class TestCommonWords:
+    def test_the_shipped_list_is_what_the_generator_writes(self) -> None:
+        done = subprocess.run([sys.executable, "-m", "bench.common_words", "--check"], capture_output=True, text=True,
+                              cwd=Path(__file__).parents[1])
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def test_it_holds_everyday_words_of_several_languages_and_no_rare_ones(self) -> None:
+        words = common_words()
+        assert {"faster", "wegen", "сколько", "maratón", "σήμερα"} <= words
+        assert not {"hamstrnig", "intreval", "run"} & words  # typos, and words too short to be read as typos

@@ -1,0 +1,66 @@
+"""Write `coachctx/data/common_words.txt.gz`: the everyday words typo matching must never read as a
+misspelling of a vocabulary term.
+
+    python -m bench.common_words [--check]
+
+A question word one letter from a term is read as that term misspelt ("recovry" -> "recovery").
+That guess is wrong when the word is itself a word: "faster" is not a misspelt "fasted", German
+"wegen" (because of) is not "wiegen" (to weigh), Russian "сколько" (how much) is not "скользко"
+(slippery). The list is the `TOP` most frequent words of every spaced-script policy language
+(wordfreq's lists, which ship with that package: nothing is downloaded), normalised the way the
+tokeniser normalises, kept only where typo matching could apply (5+ letters of an alphabet with
+written vowels). wordfreq is a dev extra; the engine reads only the file this writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+from collections.abc import Sequence
+from typing import Final
+
+from coachctx.common_words import COMMON_WORDS_FILE
+from coachctx.policy import LANGUAGES
+from coachctx.routing import fuzzy_distance
+from coachctx.text import normalise, unstretch
+
+TOP: Final = 10_000
+WORDFREQ_CODES: Final = {"no": "nb"}
+
+
+def common_words() -> list[str]:
+    from wordfreq import top_n_list
+
+    words: set[str] = set()
+    for language, mode in LANGUAGES.items():
+        if mode in ("substring", "prefix"):
+            continue
+        for word in top_n_list(WORDFREQ_CODES.get(language, language), TOP):
+            word = unstretch(normalise(word))
+            if word.isalpha() and fuzzy_distance(word):
+                words.add(word)
+    return sorted(words)
+
+
+def render(words: Sequence[str]) -> bytes:
+    # mtime=0: the same words give the same bytes, so --check can compare them
+    return gzip.compress(("\n".join(words) + "\n").encode("utf-8"), mtime=0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.common_words", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped file differs from a fresh one")
+    args = parser.parse_args(argv)
+    data = render(common_words())
+    if args.check:
+        same = COMMON_WORDS_FILE.read_bytes() == data
+        print("common words file is current" if same else f"{COMMON_WORDS_FILE} is stale: rerun without --check")
+        return 0 if same else 1
+    COMMON_WORDS_FILE.write_bytes(data)
+    print(f"wrote {COMMON_WORDS_FILE} ({len(data):,} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
