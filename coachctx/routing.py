@@ -20,7 +20,7 @@ from rapidfuzz.distance import OSA
 
 from coachctx.common_words import common_words
 from coachctx.policy import EXACT_MARK, INTENTS, LANGUAGES, Policy
-from coachctx.text import WHOLE_WORD, Tokens, script_of, stem_variants, tokenise
+from coachctx.text import WHOLE_WORD, Tokens, script_of, stem, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
 FUZZY_FACTOR: Final = 0.75
@@ -38,6 +38,14 @@ def fuzzy_distance(word: str) -> int:
     if not word or script_of(word[0]) not in FUZZY_SCRIPTS:
         return 0
     return 2 if len(word) >= 9 else 1 if len(word) >= 5 else 0
+
+COMPOUNDING: Final = frozenset({"german", "dutch", "swedish", "danish", "norwegian", "finnish"})
+"""Languages that write a compound as one word ("Knieschmerzen", "kneskader", "polvikipu"): a
+question word the vocabulary does not know is read as its parts."""
+PART_FACTOR: Final = 0.75
+"""A term found as part of a compound matches at this share of its weight."""
+MIN_HEAD, MIN_MODIFIER = 4, 3
+"""The shortest last part of a compound read as a term, and the shortest rest beside it."""
 
 RouteSource = Literal["rules", "model", "fallback"]
 FallbackReason = Literal["no_model_configured", "model_error", "model_timeout", "invalid_label", "no_match"]
@@ -85,6 +93,7 @@ class TermMatcher:
     """Single-word terms of spaced scripts (5+ letters) as written, for typo-tolerant matching; never
     Han/Kana substrings or Hangul prefixes."""
     _fuzzy_seen: dict[str, tuple[_Term, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _parts_seen: dict[str, tuple[_Term, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
@@ -175,14 +184,43 @@ class TermMatcher:
                 for k in range(1, min(len(w), self.longest_prefix) + 1):
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
-        if self.fuzzy:
-            terms_found = {e.term for e in found.values()}
-            for i, w in enumerate(words):
-                if not known[i]:
-                    for entry in self._near(w):
-                        if entry.term.split(" (", 1)[0] not in terms_found:
-                            found.setdefault((entry.label, entry.term.split(" (", 1)[0]), entry)
+        terms_found = {e.term for e in found.values()}
+        for i, w in enumerate(words):
+            if known[i]:
+                continue
+            # a word the table does not know counts once per intent, as its heaviest reading:
+            # a misspelling, or a compound's part, through whichever language's terms
+            best: dict[str, _Term] = {}
+            for entry in (*self._near(w), *self._parts(w)):
+                if entry.term.split(" (", 1)[0] not in terms_found and \
+                        (entry.label not in best or entry.weight > best[entry.label].weight):
+                    best[entry.label] = entry
+            for entry in best.values():
+                found.setdefault((entry.label, entry.term.split(" (", 1)[0]), entry)
         return list(found.values())
+
+    def _parts(self, word: str) -> tuple[_Term, ...]:
+        """The terms a compound the table does not know is made of, at reduced weight: its longest
+        known last part ("kne|skader" -> skade) and its longest known first part ("Knie|schmerzen"
+        -> Knie), under each compounding language's stemmer. None for an everyday word."""
+        cached = self._parts_seen.get(word)
+        if cached is not None:
+            return cached
+        parts: dict[tuple[str, str], _Term] = {}
+        if len(word) >= MIN_HEAD + MIN_MODIFIER and word.isalpha() and word not in common_words():
+            for algorithm in COMPOUNDING & self.stemmed.keys():
+                table = self.stemmed[algorithm]
+                heads = (table.get((stem(word[j:], algorithm),)) for j in range(MIN_MODIFIER, len(word) - MIN_HEAD + 1))
+                modifiers = (table.get((stem(word[:j], algorithm),))
+                             for j in range(len(word) - MIN_MODIFIER, MIN_HEAD - 1, -1))
+                for entries in (next((e for e in heads if e), ()), next((e for e in modifiers if e), ())):
+                    for e in entries:
+                        parts.setdefault((e.label, e.term), _Term(
+                            e.label, f"{e.term} (part of: {word})", round(e.weight * PART_FACTOR, 6)))
+        found = tuple(parts.values())
+        if len(self._parts_seen) < 50_000:
+            self._parts_seen[word] = found
+        return found
 
     def _near(self, word: str) -> tuple[_Term, ...]:
         """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word

@@ -327,3 +327,38 @@ class TestTypoTolerance:
         assert score("怪我我", typo).matched["injury"] == (("怪我", 1.5),)
         assert score("괴복", typo).nothing_matched  # one jamo off is not tolerated for Hangul prefixes
         assert score("怪", typo).nothing_matched
+
+
+class TestCompounds:
+    """German, Dutch, the Nordic languages and Finnish write a compound as one word: a word the
+    vocabulary does not know is read as its parts, at reduced weight, once per intent."""
+
+    @pytest.mark.parametrize(("vocabulary", "question", "intent", "term", "weight"), [
+        ({"injury": {"de": {"Schmerzen": 1.0}}}, "Knieschmerzen seit Montag", "injury",
+         "Schmerzen (part of: knieschmerzen)", 0.75),                                   # the last part
+        ({"injury": {"no": {"skade": 1.5}}}, "hvordan unngå kneskader?", "injury",
+         "skade (part of: kneskader)", 1.125),
+        ({"training": {"nl": {"trainen": 1.0}}}, "hockeytraining buiten of binnen?", "training",
+         "trainen (part of: hockeytraining)", 0.75),
+        ({"injury": {"fi": {"polvi": 1.0}}}, "polvikipu taas", "injury", "polvi (part of: polvikipu)", 0.75),
+    ], ids=["de-head", "no-head", "nl-head", "fi-first-part"])
+    def test_a_part_of_a_compound_matches_at_three_quarters(self, policy: Policy, vocabulary: dict[str, Any],
+                                                            question: str, intent: str, term: str,
+                                                            weight: float) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).matched[intent] == ((term, weight),)
+
+    def test_one_word_counts_once_per_intent_whatever_its_parts(self, policy: Policy) -> None:
+        both = with_vocabulary(policy, {"injury": {"de": {"Knie": 0.5, "Schmerz": 1.0}, "sv": {"smärta": 1.0}}})
+        assert score("Knieschmerzen", both).matched["injury"] == (("Schmerz (part of: knieschmerzen)", 0.75),)
+
+    @pytest.mark.parametrize(("vocabulary", "question"), [
+        ({"training": {"en": {"training": 1.0}}}, "hockeytraining tonight"),  # English is not read as parts
+        ({"training": {"de": {"Ende": 1.0}}}, "am Wochenende"),             # an everyday word stays whole
+        ({"injury": {"de": {"Knie": 1.0}}}, "Knies"),                       # too short to hold two parts
+    ], ids=["not-compounding", "everyday-word", "short"])
+    def test_what_is_not_read_as_parts(self, policy: Policy, vocabulary: dict[str, Any], question: str) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).nothing_matched
+
+    def test_a_word_the_vocabulary_knows_is_not_split(self, policy: Policy) -> None:
+        whole = with_vocabulary(policy, {"training": {"de": {"Laufschuhe": 1.0, "Lauf": 1.0}}})
+        assert score("neue Laufschuhe", whole).matched["training"] == (("Laufschuhe", 1.0),)
