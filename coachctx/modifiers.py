@@ -16,7 +16,7 @@ class ApplyScope:
         self.scope = scope
         scope_policy = policy.scopes.get(scope) if scope is not None else None  # type: ignore[call-overload]
         mods = scope_policy.modifiers if scope_policy is not None else []
-        self.modifiers: list[Modifier] = [m for m in mods if m.intents is None or set(m.intents) & set(intents)]
+        self.modifiers: list[Modifier] = [m for m in mods if _applies(m, policy, intents)]
         self.warnings: list[str] = []
 
     def __call__(self, plan: Plan) -> Plan:
@@ -44,6 +44,19 @@ class ApplyScope:
                 continue
             changes[m.fragment] = state
         return _move_demoted_last(plan.update(changes).reorder(), changes)
+
+
+def _applies(m: Modifier, policy: Policy, intents: Sequence[str]) -> bool:
+    """A modifier without `intents` applies to every route; one with them, when one of the routed
+    intent and its contenders is listed. A drop or demote named for some intents never reaches a
+    fragment that a contender outside its list holds as primary: "today's weather says nothing
+    about next week" is said of a training question, not of the weather question it competes with."""
+    if m.intents is None:
+        return True
+    if not set(m.intents) & set(intents):
+        return False
+    return m.action == "promote" or not any(
+        m.fragment in policy.intent(c).primary for c in intents if c not in m.intents)
 
 
 def _move_demoted_last(plan: Plan, changes: dict[str, FragmentState]) -> Plan:

@@ -199,6 +199,20 @@ class TestApplyScope:
         plan = ApplyScope(scoped, "today", ["injury", "training"])(lookup(scoped, "injury", ["injury", "training"]))
         assert plan["conditions_today"].role == "primary"
 
+    def test_a_drop_named_for_some_intents_spares_what_another_contender_holds_as_primary(
+            self, policy: Policy) -> None:
+        def change(data: dict[str, Any]) -> None:
+            data["scopes"]["week"]["modifiers"] = [
+                {"action": "drop", "fragment": "conditions_today", "reason": "not next week's weather",
+                 "intents": ["training"]}]
+
+        p = derive_policy(policy, change)
+        contested = ["conditions", "training"]
+        plan = ApplyScope(p, "week", contested)(lookup(p, "conditions", contested))
+        assert (plan["conditions_today"].status, plan["conditions_today"].role) == ("selected", "primary")
+        alone = ApplyScope(p, "week", ["training"])(lookup(p, "training", ["training"]))
+        assert _codes(alone, "conditions_today") == ["dropped_by_scope"]
+
     def test_demote_moves_a_primary_to_the_end_of_the_secondaries(self, scoped: Policy) -> None:
         plan = ApplyScope(scoped, "week", ["training"])(lookup(scoped, "training", ["training"]))
         state = plan["readiness_training"]
