@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -18,7 +18,7 @@ from coachctx.lint import lint_policy
 from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
 from coachctx.policy import DEFAULT_POLICY_PATH, Policy, load_policy
 from coachctx.services import FixtureUpstream, fetch_bundle
-from coachctx.trace import make_trace, read_trace, replay, write_json_atomic
+from coachctx.trace import json_text, make_trace, read_trace, replay, write_json_atomic
 
 EXIT_USAGE = 2
 
@@ -104,7 +104,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.trace_out:
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget))
     if args.json:
-        print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
+        print_json(decision.to_json())
     else:
         print(render_text(decision, with_prompt=args.prompt))
         if args.trace_out:
@@ -147,9 +147,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     policy, source, version = _policy_for(args)
     result = replay(trace, policy, policy_source=source, policy_version=version)
     if args.json:
-        print(json.dumps({"same": result.same, "differences": result.differences,
-                          "recorded_policy": trace.decision.get("policy"),
-                          "decision": result.decision.to_json()}, ensure_ascii=False, indent=2))
+        print_json({"same": result.same, "differences": result.differences,
+                    "recorded_policy": trace.decision.get("policy"), "decision": result.decision.to_json()})
         return 0
     recorded = trace.decision.get("policy", {}) if isinstance(trace.decision.get("policy"), dict) else {}
     print(f"trace      {args.trace}: {trace.inputs['question']!r} about {trace.inputs.get('athlete')}")
@@ -160,9 +159,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         print(f"result     {len(result.differences)} difference(s):")
         for diff in result.differences:
-            print(f"  {diff['field']}: recorded {json.dumps(diff['recorded'], ensure_ascii=False)} -> "
-                  f"now {json.dumps(diff['now'], ensure_ascii=False)}")
+            print(render_difference(diff))
     return 0
+
+
+def render_difference(diff: dict[str, Any]) -> str:
+    """One line per difference; text spanning lines (a prompt message) as a unified diff of its lines."""
+    before, after = diff["recorded"], diff["now"]
+    if isinstance(before, str) and isinstance(after, str) and "\n" in before + after:
+        lines = difflib.unified_diff(before.splitlines(), after.splitlines(), "recorded", "now", lineterm="", n=0)
+        return "\n".join([f"  {diff['field']}: differs", *(f"    {line}" for line in list(lines)[2:])])
+    return (f"  {diff['field']}: recorded {json_text(before, indent=None)} -> "
+            f"now {json_text(after, indent=None)}")
+
+
+def print_json(obj: Any) -> None:
+    """Strict JSON on stdout; all-ASCII escapes when stdout cannot encode the text (a Latin-1 terminal)."""
+    text = json_text(obj)
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = json_text(obj, ascii_only=True)
+    print(text)
 
 
 def cmd_check_policy(args: argparse.Namespace) -> int:
@@ -185,7 +204,17 @@ COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_ch
             "athletes": cmd_athletes, **cli_store.COMMANDS}
 
 
+def _tolerate_unencodable_output() -> None:
+    """Text no stream can encode (a lone surrogate in a question, Japanese on a Latin-1
+    terminal) is written as backslash escapes instead of raising mid-output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
         code = COMMANDS[args.command](args)
