@@ -15,9 +15,11 @@ alike at the deadline, whatever the server does.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import re
+import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping, Sequence
@@ -40,6 +42,8 @@ MAX_ANSWER_BYTES: Final = 256 * 1024
 MAX_RAW_CHARS: Final = 200
 """The most of a model's raw answer kept in the Decision and its trace."""
 MAX_ERROR_CHARS: Final = 300
+CLOSE_WAIT_S: Final = 5.0
+"""How long closing a connection may take after a call ends or is cut."""
 SYSTEM_PROMPT: Final = (
     "You route an athlete's question to exactly one intent of a coaching assistant. "
     "Answer with the intent name only, one word, lower case, from this list: {intents}. "
@@ -127,27 +131,24 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self.inner.aclose()
 
 
-class _CappedTransport(httpx2.AsyncBaseTransport):
-    """The SDK's transport, with every response body cut at `limit` bytes."""
-
-    def __init__(self, limit: int) -> None:
-        self.inner, self.limit = httpx2.AsyncHTTPTransport(), limit
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self.inner.handle_async_request(request)
-        assert isinstance(response.stream, httpx2.AsyncByteStream)
-        return httpx2.Response(response.status_code, headers=response.headers, request=request,
-                               stream=_CappedStream(response.stream, self.limit), extensions=response.extensions)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """Built once: building one reads the system's certificates, tens of milliseconds a call."""
+    return httpx2.create_ssl_context()
 
 
 def async_client(*, api_key: str | None, base_url: str | None, timeout_s: float,
                  max_bytes: int) -> openai.AsyncOpenAI:
     """An SDK client for one call (its connections belong to the call's event loop): no retries,
-    no socket operation longer than the deadline, no answer longer than `max_bytes`."""
-    http = httpx2.AsyncClient(transport=_CappedTransport(max_bytes), timeout=timeout_s, follow_redirects=True)
+    no socket operation longer than the deadline, no answer longer than `max_bytes` (on any
+    transport, a proxy's included)."""
+
+    async def cap(response: httpx2.Response) -> None:
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _CappedStream(response.stream, max_bytes)
+
+    http = httpx2.AsyncClient(timeout=timeout_s, follow_redirects=True, verify=_ssl_context(),
+                              event_hooks={"response": [cap]})
     return openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s,
                               max_retries=0, http_client=http)
 
@@ -190,21 +191,20 @@ class ModelLoop:
         if self.loop.is_closed():
             return
         try:
-            asyncio.run_coroutine_threadsafe(self.loop.shutdown_asyncgens(), self.loop).result(timeout=5)
+            asyncio.run_coroutine_threadsafe(self.loop.shutdown_asyncgens(), self.loop).result(timeout=CLOSE_WAIT_S)
+        except TimeoutError:
+            pass
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=CLOSE_WAIT_S)
             if not self._thread.is_alive():
-                self.loop.close()
+                self.loop.close()  # also lets the name-lookup threads go, without waiting for a hung one
 
     def __enter__(self) -> ModelLoop:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-CLOSE_WAIT_S: Final = 5.0
 
 
 async def _within(awaitable: Awaitable[T], seconds: float) -> T:
