@@ -93,13 +93,14 @@ def _display_path(p: Path) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    classifier = classifier_from_env()  # a bad model setting is refused before any work
     policy, source, version = _policy_for(args)
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
     if not upstream.has(args.athlete):
         raise InputError(f"unknown athlete {args.athlete!r}; sample athletes are: {', '.join(upstream.athletes())}")
     bundle = fetch_bundle(upstream, args.athlete)
     decision = select(args.question, bundle, policy, scope=args.scope, tier=args.tier, budget=args.budget,
-                      cost_mode=args.costs, classifier=classifier_from_env(), policy_source=source,
+                      cost_mode=args.costs, classifier=classifier, policy_source=source,
                       policy_version=version)
     if args.trace_out:
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget))

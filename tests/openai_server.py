@@ -38,7 +38,7 @@ class ChatBehaviour:
     """After `reply_chunks`, keep sending `forever_chunk` (every `chunk_interval_s`) and never `[DONE]`."""
     forever_chunk: str = "and more "
     trickle_body_s: float = 0.0
-    """Send a (non-streamed) answer's headers at once, then its body one byte every this many seconds."""
+    """Send an answer's body (or each streamed chunk) one byte every this many seconds."""
     trickle_head_s: float = 0.0
     """Send the status line and headers themselves one byte every this many seconds."""
     endless_body: bool = False
@@ -62,7 +62,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         b = self.server.behaviour
         if b.delay_s and self.server.release.wait(b.delay_s):
             return  # the test is over; the client gave up long ago
-        if body.get("stream") and b.status == 200 and b.raw_body is None:
+        if body.get("stream") and b.status == 200 and b.raw_body is None and not b.endless_body:
             self._stream(b, body)
             return
         if b.raw_body is not None:
@@ -88,17 +88,16 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def _stream(self, b: ChatBehaviour, body: dict[str, Any]) -> None:
         try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
+            self._write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                        b.trickle_head_s)
+            self.close_connection = True
             for piece in self._pieces(b):
                 if not self._wait(b.chunk_interval_s):
                     return
                 chunk = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 0,
                          "model": body.get("model", "?"),
                          "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.flush()
+                self._write(f"data: {json.dumps(chunk)}\n\n".encode(), b.trickle_body_s)
             if b.stall_after_chunks_s:
                 self.server.release.wait(b.stall_after_chunks_s)
             self.wfile.write(b"data: [DONE]\n\n")
