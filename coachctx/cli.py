@@ -165,13 +165,48 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def render_difference(diff: dict[str, Any]) -> str:
-    """One line per difference; text spanning lines (a prompt message) as a unified diff of its lines."""
+    """One line per difference. Text spanning lines (a prompt message) shows only its changed
+    lines; a long line shows only the stretch around where it first differs."""
     before, after = diff["recorded"], diff["now"]
-    if isinstance(before, str) and isinstance(after, str) and "\n" in before + after:
-        lines = difflib.unified_diff(before.splitlines(), after.splitlines(), "recorded", "now", lineterm="", n=0)
-        return "\n".join([f"  {diff['field']}: differs", *(f"    {line}" for line in list(lines)[2:])])
+    if isinstance(before, str) and isinstance(after, str):
+        if "\n" in before + after:
+            return "\n".join([f"  {diff['field']}: differs", *_changed_lines(before, after)])
+        at = _first_difference(before, after)
+        before, after = _around(before, at), _around(after, at)
     return (f"  {diff['field']}: recorded {json_text(before, indent=None)} -> "
             f"now {json_text(after, indent=None)}")
+
+
+DIFF_CONTEXT = 60
+"""Characters shown either side of where two long texts first differ."""
+
+
+def _changed_lines(before: str, after: str) -> list[str]:
+    old_lines, new_lines = before.splitlines(), after.splitlines()
+    out = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        olds, news = old_lines[i1:i2], new_lines[j1:j2]
+        for k in range(max(len(olds), len(news))):
+            old, new = (olds[k] if k < len(olds) else None), (news[k] if k < len(news) else None)
+            at = _first_difference(old or "", new or "")
+            out += [f"    - {_around(old, at)}"] if old is not None else []
+            out += [f"    + {_around(new, at)}"] if new is not None else []
+    return out
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _around(text: str, at: int) -> str:
+    if len(text) <= 2 * DIFF_CONTEXT:
+        return text
+    start = max(min(at, len(text)) - DIFF_CONTEXT, 0)
+    end = start + 2 * DIFF_CONTEXT
+    return f"{'…' if start else ''}{text[start:end]}{'…' if end < len(text) else ''}"
 
 
 def print_json(obj: Any) -> None:

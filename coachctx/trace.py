@@ -211,17 +211,19 @@ COMPARED: Final = (
 
 def compare(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Field-by-field differences between two Decision JSONs: [{field, recorded, now}]. Besides
-    the route and the selection, every fragment's line and every prompt message are compared,
-    so a trace whose bundle or decision was edited does not replay as the same decision; a
-    missing or malformed recorded field counts as different."""
+    the route and the selection, the policy digest, every fragment's line and every message of
+    the prompt and of the naive prompt (which holds the whole bundle) are compared, so a trace
+    whose bundle or decision was edited does not replay as the same decision; a missing or
+    malformed recorded field counts as different."""
     fields: list[tuple[str, Any, Any]] = [(name, _get(get, recorded), get(now)) for name, get in COMPARED]
     before_lines, after_lines = _lines(recorded), _lines(now)
     fields += [(f"fragments.{name}.line", before_lines.get(name), after_lines.get(name))
                for name in dict.fromkeys([*after_lines, *before_lines])]
-    before_prompt, after_prompt = _messages(recorded), _messages(now)
-    for i in range(max(len(before_prompt), len(after_prompt))):
-        role = (after_prompt[i] if i < len(after_prompt) else before_prompt[i])[0]
-        fields.append((f"prompt.messages[{i}].{role}", _content(before_prompt, i), _content(after_prompt, i)))
+    for key in ("messages", "naive_messages"):
+        before_prompt, after_prompt = _messages(recorded, key), _messages(now, key)
+        for i in range(max(len(before_prompt), len(after_prompt))):
+            role = (after_prompt[i] if i < len(after_prompt) else before_prompt[i])[0]
+            fields.append((f"prompt.{key}[{i}].{role}", _content(before_prompt, i), _content(after_prompt, i)))
     return [{"field": name, "recorded": before, "now": after} for name, before, after in fields if before != after]
 
 
@@ -239,9 +241,9 @@ def _lines(d: Mapping[str, Any]) -> dict[str, Any]:
     return {str(f.get("name")): f.get("line") for f in fragments if isinstance(f, Mapping)}
 
 
-def _messages(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def _messages(d: Mapping[str, Any], key: str) -> list[tuple[str, Any]]:
     prompt = d.get("prompt")
-    messages = prompt.get("messages") if isinstance(prompt, Mapping) else None
+    messages = prompt.get(key) if isinstance(prompt, Mapping) else None
     if not isinstance(messages, list):
         return [("message", None)]  # nothing recorded: differs from any prompt
     return [(str(m.get("role", "message")), m.get("content")) if isinstance(m, Mapping) else ("message", m)
