@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conftest import ROOT
 from openai_server import ChatBehaviour, ChatServer
 
 from coachctx import playground as pg
@@ -378,3 +379,33 @@ class TestTimeoutSetting:
         with pytest.raises(InputError, match="is not a usable timeout"):
             list(pg.stream_reply(config, [{"role": "user", "content": "hi"}]))
         assert server.requests == []  # nothing was sent to a misconfigured model
+
+
+class TestTimeoutSettingInThePlayground:
+    @pytest.mark.timeout(120)
+    def test_the_page_names_the_refused_setting_instead_of_calling_the_model(
+            self, server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        from streamlit.testing.v1 import AppTest
+
+        st_caches_cleared()
+        server.requests.clear()
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", "nan")
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        refusal = "COACHCTX_MODEL_TIMEOUT='nan' (from the environment) is not a usable timeout"
+        assert any(refusal in e.value for e in at.error)  # in place of the decision
+        at.checkbox(key="use_model").uncheck().run()  # decide without the model: the reply still refuses
+        assert at.session_state["decision"]["intent"]["fallback_reason"] == "no_model_configured"
+        at.button(key="generate").click().run()
+        assert not at.exception
+        assert any(e.value.startswith(f"No reply: {refusal}") for e in at.error)
+        assert server.requests == []
+        st_caches_cleared()
+
+
+def st_caches_cleared() -> None:
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
