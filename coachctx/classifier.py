@@ -222,11 +222,13 @@ async def _next_within(iterator: AsyncIterator[T], seconds: float) -> T | None:
 
 def cause(e: BaseException, kind: type[BaseException]) -> BaseException | None:
     """The first exception of `kind` in `e`'s chain (the SDK wraps transport errors)."""
-    seen: BaseException | None = e
-    while seen is not None:
-        if isinstance(seen, kind):
-            return seen
-        seen = seen.__cause__ or seen.__context__
+    chain: list[BaseException] = []
+    link: BaseException | None = e
+    while link is not None and not any(link is c for c in chain):  # a chain can loop back on itself
+        if isinstance(link, kind):
+            return link
+        chain.append(link)
+        link = link.__cause__ or link.__context__
     return None
 
 

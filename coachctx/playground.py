@@ -29,6 +29,7 @@ import yaml
 from coachctx.classifier import (
     DEFAULT_MODEL,
     DEFAULT_TIMEOUT_S,
+    MAX_ERROR_CHARS,
     MAX_TIMEOUT_S,
     AnswerTooLarge,
     ModelLoop,
@@ -892,6 +893,8 @@ MAX_REPLY_CHARS: Final = 20_000
 """The most of a reply kept: far beyond any intent's `max_words`, far below what fills a page."""
 MAX_REPLY_BYTES: Final = 8 * 1024 * 1024
 """The most read of one reply stream (chunk framing included)."""
+
+
 def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], *,
                  deadline_s: float = REPLY_DEADLINE_S) -> Iterator[str]:
     """Stream a reply to the Decision's prompt through the OpenAI SDK, piece by piece, and stop
@@ -940,7 +943,7 @@ def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], *,
                 raise ReplyError(f"the reply stream passed {MAX_REPLY_BYTES} bytes, so it was stopped") from e
             if isinstance(e, CoachctxError):
                 raise
-            raise ReplyError(clip(f"the model call failed: {type(e).__name__}: {e}", 300)) from e
+            raise ReplyError(clip(f"the model call failed: {type(e).__name__}: {e}", MAX_ERROR_CHARS)) from e
         finally:
             # stopped early or not: give the connection back, within a bounded wait
             if stream is not None:
