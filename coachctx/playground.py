@@ -905,8 +905,13 @@ def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], *,
     silence = config.reply_timeout_s
     started = time.monotonic()
 
-    def left() -> float:
-        return deadline_s - (time.monotonic() - started)
+    by_deadline = False  # which bound the step that timed out was given: the deadline or the silence
+
+    def wait() -> float:
+        nonlocal by_deadline
+        left = deadline_s - (time.monotonic() - started)
+        by_deadline = left <= silence
+        return min(silence, left)
 
     kept = 0
     with ModelLoop() as loop:
@@ -916,10 +921,10 @@ def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], *,
         try:
             payload: Any = [{k: model_text(v) for k, v in m.items()} for m in messages]
             stream = loop.within(client.chat.completions.create(
-                model=config.model, messages=payload, stream=True, temperature=0.3), min(silence, left()))
+                model=config.model, messages=payload, stream=True, temperature=0.3), wait())
             pieces = aiter(stream)
             while True:
-                chunk = loop.next_within(pieces, min(silence, left()))
+                chunk = loop.next_within(pieces, wait())
                 if chunk is None:
                     return
                 text = chunk.choices[0].delta.content if chunk.choices else None
@@ -931,7 +936,7 @@ def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], *,
                 kept += len(text)
                 yield text
         except (TimeoutError, openai.APITimeoutError) as e:
-            if left() <= 0:
+            if by_deadline:
                 raise ReplyError(f"the reply was still streaming after {deadline_s:g} s, so it was stopped") from e
             raise ReplyError(f"the model endpoint sent nothing for {silence:g} s (the reply timeout, "
                              "COACHCTX_REPLY_TIMEOUT)") from e

@@ -345,10 +345,12 @@ class TestTimeoutSetting:
         assert err == (f"coachctx: COACHCTX_MODEL_TIMEOUT={value!r} (from the environment) is not a usable "
                        f"timeout: expected a number of seconds from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:g}\n")
 
+    @pytest.mark.timeout(10)
     @pytest.mark.parametrize("value", ["", "  "])
     def test_an_empty_setting_means_the_default(self, value: str) -> None:
         assert model_settings({"COACHCTX_MODEL_TIMEOUT": value})["timeout_s"] == DEFAULT_TIMEOUT_S
 
+    @pytest.mark.timeout(10)
     def test_the_setting_is_read_once(self, server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", "2.5")
@@ -357,6 +359,7 @@ class TestTimeoutSetting:
         assert classifier is not None and classifier.timeout_s == 2.5
         assert classifier(UNSURE, INTENTS).error is None
 
+    @pytest.mark.timeout(10)
     @pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, 0.0, 1e9])
     def test_the_classifier_refuses_a_bad_deadline(self, value: float) -> None:
         with pytest.raises(InputError, match=r"^the model timeout=.* is not a usable timeout"):

@@ -33,6 +33,7 @@ UNSURE = "Should I train through this pain?"
 LONE = "\udc80"
 """What a byte that is not UTF-8 becomes in a command-line argument (surrogateescape)."""
 TIMEOUT = pytest.mark.timeout(20)
+pytestmark = TIMEOUT  # every case, not only those marked one by one
 
 
 class Result:
