@@ -187,6 +187,21 @@ class TestAnyText:
         assert cli("replay", str(tmp_path / "t.json")).code == 0
 
 
+    @TIMEOUT
+    def test_a_question_log_with_lone_surrogates(self, cli: Run, tmp_path: Path) -> None:
+        log = tmp_path / "log.jsonl"
+        rows = [{"question": f"knee pain {LONE} today", "athlete": "maya"},
+                {"question": "run \ud800", "athlete": "maya", "intents": ["training"]}]
+        log.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        policy = str(DEFAULT_POLICY_PATH)
+        r = cli("impact", str(log), "--base", policy, "--candidate", policy)
+        assert (r.code, r.err) == (0, "")
+        assert "#1 'knee pain \\udc80 today' [maya, paid]" in r.out
+        r = cli("impact", str(log), "--base", policy, "--candidate", policy, "--json")
+        assert (r.code, r.err) == (0, "")
+        assert f"knee pain {LONE} today" in json.dumps(r.json(), ensure_ascii=False)
+
+
 class TestStrictJson:
     def test_non_finite_numbers_are_null_never_nan(self) -> None:
         text = json_text({"a": float("nan"), "b": [float("inf"), -float("inf")], "c": 1.5, LONE: LONE})
