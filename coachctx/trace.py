@@ -116,7 +116,8 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
     _refuse_special(p)
     parent = p.parent if str(p.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+        # the name cut short: a target name near the file system's limit still leaves room for the temp's
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:64]}.", suffix=".tmp", dir=parent)
     except OSError as e:  # name the file the user asked for, not the temporary one
         raise InputError(f"cannot write {p}: {e.strerror or e}") from e
     try:

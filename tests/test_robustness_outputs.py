@@ -245,6 +245,13 @@ class TestTraceOut:
         assert leftovers(tmp_path, "t.json") == []
 
     @TIMEOUT
+    def test_a_name_at_the_file_system_limit(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / ("t" * 250 + ".json")
+        assert explain_to(cli, target).code == 0
+        assert parse_trace(target.read_bytes()).inputs["athlete"] == "maya"
+        assert leftovers(tmp_path, target.name) == []
+
+    @TIMEOUT
     def test_a_regular_file_is_replaced_whole(self, cli: Run, tmp_path: Path) -> None:
         target = tmp_path / "t.json"
         target.write_text("old", encoding="utf-8")
