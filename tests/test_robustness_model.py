@@ -256,6 +256,16 @@ class TestTotalDeadline:
         assert json.loads(out)["intent"]["fallback_reason"] == "model_timeout"
 
 
+class TestQuestionText:
+    @pytest.mark.timeout(10)
+    def test_a_lone_surrogate_reaches_the_classifier_as_a_replacement(self, server: ChatServer,
+                                                                       slow: OpenAIClassifier) -> None:
+        server.behaviour = ChatBehaviour(content="injury")
+        answer = slow("Should I train through this pain\udc80?", INTENTS)
+        assert (answer.raw, answer.error) == ("injury", None)
+        assert server.requests[-1]["body"]["messages"][-1]["content"] == "Should I train through this pain\ufffd?"
+
+
 def reply_config(server: ChatServer, silence_s: float = 5.0) -> pg.ModelConfig:
     config = pg.resolve_model_config({"OPENAI_BASE_URL": server.base_url, "COACHCTX_REPLY_TIMEOUT": str(silence_s)})
     assert config is not None and config.problem is None
