@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -18,7 +18,7 @@ from coachctx.lint import lint_policy
 from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
 from coachctx.policy import DEFAULT_POLICY_PATH, Policy, load_policy
 from coachctx.services import FixtureUpstream, fetch_bundle
-from coachctx.trace import make_trace, read_trace, replay, write_json_atomic
+from coachctx.trace import json_text, make_trace, read_trace, replay, write_json_atomic
 
 EXIT_USAGE = 2
 
@@ -93,18 +93,19 @@ def _display_path(p: Path) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    classifier = classifier_from_env()  # a bad model setting is refused before any work
     policy, source, version = _policy_for(args)
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
     if not upstream.has(args.athlete):
         raise InputError(f"unknown athlete {args.athlete!r}; sample athletes are: {', '.join(upstream.athletes())}")
     bundle = fetch_bundle(upstream, args.athlete)
     decision = select(args.question, bundle, policy, scope=args.scope, tier=args.tier, budget=args.budget,
-                      cost_mode=args.costs, classifier=classifier_from_env(), policy_source=source,
+                      cost_mode=args.costs, classifier=classifier, policy_source=source,
                       policy_version=version)
     if args.trace_out:
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget))
     if args.json:
-        print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
+        print_json(decision.to_json())
     else:
         print(render_text(decision, with_prompt=args.prompt))
         if args.trace_out:
@@ -147,9 +148,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     policy, source, version = _policy_for(args)
     result = replay(trace, policy, policy_source=source, policy_version=version)
     if args.json:
-        print(json.dumps({"same": result.same, "differences": result.differences,
-                          "recorded_policy": trace.decision.get("policy"),
-                          "decision": result.decision.to_json()}, ensure_ascii=False, indent=2))
+        print_json({"same": result.same, "differences": result.differences,
+                    "recorded_policy": trace.decision.get("policy"), "decision": result.decision.to_json()})
         return 0
     recorded = trace.decision.get("policy", {}) if isinstance(trace.decision.get("policy"), dict) else {}
     print(f"trace      {args.trace}: {trace.inputs['question']!r} about {trace.inputs.get('athlete')}")
@@ -160,9 +160,64 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         print(f"result     {len(result.differences)} difference(s):")
         for diff in result.differences:
-            print(f"  {diff['field']}: recorded {json.dumps(diff['recorded'], ensure_ascii=False)} -> "
-                  f"now {json.dumps(diff['now'], ensure_ascii=False)}")
+            print(render_difference(diff))
     return 0
+
+
+def render_difference(diff: dict[str, Any]) -> str:
+    """One line per difference. Text spanning lines (a prompt message) shows only its changed
+    lines; a long line shows only the stretch around where it first differs."""
+    before, after = diff["recorded"], diff["now"]
+    if isinstance(before, str) and isinstance(after, str):
+        if "\n" in before + after:
+            return "\n".join([f"  {diff['field']}: differs", *_changed_lines(before, after)])
+        at = _first_difference(before, after)
+        before, after = _around(before, at), _around(after, at)
+    return (f"  {diff['field']}: recorded {json_text(before, indent=None)} -> "
+            f"now {json_text(after, indent=None)}")
+
+
+DIFF_CONTEXT = 60
+"""Characters shown either side of where two long texts first differ."""
+
+
+def _changed_lines(before: str, after: str) -> list[str]:
+    old_lines, new_lines = before.splitlines(), after.splitlines()
+    out = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        olds, news = old_lines[i1:i2], new_lines[j1:j2]
+        for k in range(max(len(olds), len(news))):
+            old, new = (olds[k] if k < len(olds) else None), (news[k] if k < len(news) else None)
+            at = _first_difference(old or "", new or "")
+            out += [f"    - {_around(old, at)}"] if old is not None else []
+            out += [f"    + {_around(new, at)}"] if new is not None else []
+    return out
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _around(text: str, at: int) -> str:
+    if len(text) <= 2 * DIFF_CONTEXT:
+        return text
+    start = max(min(at, len(text)) - DIFF_CONTEXT, 0)
+    end = start + 2 * DIFF_CONTEXT
+    return f"{'…' if start else ''}{text[start:end]}{'…' if end < len(text) else ''}"
+
+
+def print_json(obj: Any) -> None:
+    """Strict JSON on stdout; all-ASCII escapes when stdout cannot encode the text (a Latin-1 terminal)."""
+    text = json_text(obj)
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = json_text(obj, ascii_only=True)
+    print(text)
 
 
 def cmd_check_policy(args: argparse.Namespace) -> int:
@@ -185,7 +240,17 @@ COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_ch
             "athletes": cmd_athletes, **cli_store.COMMANDS}
 
 
+def _tolerate_unencodable_output() -> None:
+    """Text no stream can encode (a lone surrogate in a question, Japanese on a Latin-1
+    terminal) is written as backslash escapes instead of raising mid-output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
         code = COMMANDS[args.command](args)

@@ -26,7 +26,19 @@ import openai
 import pandas as pd
 import yaml
 
-from coachctx.classifier import DEFAULT_MODEL, DEFAULT_TIMEOUT_S
+from coachctx.classifier import (
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT_S,
+    MAX_ERROR_CHARS,
+    MAX_TIMEOUT_S,
+    AnswerTooLarge,
+    ModelLoop,
+    async_client,
+    cause,
+    clip,
+    model_text,
+    parse_seconds,
+)
 from coachctx.decision import Decision, FragmentDecision
 from coachctx.errors import CoachctxError, InputError, PolicyError
 from coachctx.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
@@ -790,43 +802,66 @@ MODEL_SETTING_KEYS: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODE
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Where replies (and unsure routing) go. `source` says where the settings came from."""
+    """Where replies (and unsure routing) go. `source` says where the settings came from.
+
+    A refused setting (COACHCTX_MODEL_TIMEOUT=nan, say) is kept as `problem`: the configuration
+    still shows where it came from, and every use of it — routing or a reply — raises that one
+    message (InputError), so the page says what to fix instead of calling a misconfigured model."""
 
     api_key: str | None
     base_url: str | None
     model: str
-    timeout_s: float
-    """For the classification call."""
     source: str
-    reply_timeout_s: float = REPLY_TIMEOUT_S
+    routing_timeout_s: float = DEFAULT_TIMEOUT_S
+    reply_silence_s: float = REPLY_TIMEOUT_S
+    problem: str | None = None
+
+    @property
+    def timeout_s(self) -> float:
+        """The classification call's total deadline."""
+        self.check()
+        return self.routing_timeout_s
+
+    @property
+    def reply_timeout_s(self) -> float:
+        """How long a reply stream may send nothing."""
+        self.check()
+        return self.reply_silence_s
+
+    def check(self) -> None:
+        if self.problem is not None:
+            raise InputError(self.problem)
 
     @property
     def cache_key(self) -> tuple[str, ...]:
         """Identifies the configuration without carrying the key itself."""
         import hashlib
 
-        key = hashlib.sha256((self.api_key or "").encode()).hexdigest()[:12]
+        key = hashlib.sha256((self.api_key or "").encode("utf-8", "surrogatepass")).hexdigest()[:12]
         return (key, self.base_url or "", self.model, str(self.timeout_s))
 
 
-def _seconds(text: str | None, default: float) -> float:
+def _seconds(name: str, picked: tuple[str | None, str | None], default: float, maximum: float,
+             problems: list[str]) -> float:
+    value, where = picked
     try:
-        value = float(text) if text else default
-    except ValueError:
+        return parse_seconds(name, value, default=default, where=where or "the settings", maximum=maximum)
+    except InputError as e:
+        problems.append(str(e))
         return default
-    return value if value > 0 else default
 
 
 def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None,
                          typed_key: str | None = None) -> ModelConfig | None:
     """A key typed for this session wins, then the environment, then `.streamlit/secrets.toml`.
-    None when neither a key nor a base URL is configured anywhere."""
+    None when neither a key nor a base URL is configured anywhere. Never raises: a timeout
+    setting that is not a usable number of seconds becomes the config's `problem`."""
     env = os.environ if env is None else env
     secrets = secrets or {}
 
     def pick(name: str) -> tuple[str | None, str | None]:
         if env.get(name):
-            return env[name], "environment"
+            return env[name], "the environment"
         value = secrets.get(name)
         if value not in (None, ""):
             return str(value), ".streamlit/secrets.toml"
@@ -840,45 +875,85 @@ def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[
         return None
     model, _ = pick("COACHCTX_MODEL")
     sources = list(dict.fromkeys(s for s in (key_source, url_source) if s))
+    problems: list[str] = []
+    timeout = _seconds("COACHCTX_MODEL_TIMEOUT", pick("COACHCTX_MODEL_TIMEOUT"), DEFAULT_TIMEOUT_S,
+                       MAX_TIMEOUT_S, problems)
+    silence = _seconds("COACHCTX_REPLY_TIMEOUT", pick("COACHCTX_REPLY_TIMEOUT"), REPLY_TIMEOUT_S,
+                       REPLY_DEADLINE_S, problems)
     return ModelConfig(api_key=api_key, base_url=base_url, model=model or DEFAULT_MODEL,
-                       timeout_s=_seconds(pick("COACHCTX_MODEL_TIMEOUT")[0], DEFAULT_TIMEOUT_S), source=" and ".join(sources),
-                       reply_timeout_s=_seconds(pick("COACHCTX_REPLY_TIMEOUT")[0], REPLY_TIMEOUT_S))
+                       source=" and ".join(s.removeprefix("the ") for s in sources), routing_timeout_s=timeout,
+                       reply_silence_s=silence, problem="; ".join(problems) or None)
 
 
 class ReplyError(CoachctxError):
     """The reply could not be generated (or stopped part-way); the message says why, for the page."""
 
 
-def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], client: Any = None, *,
+MAX_REPLY_CHARS: Final = 20_000
+"""The most of a reply kept: far beyond any intent's `max_words`, far below what fills a page."""
+MAX_REPLY_BYTES: Final = 8 * 1024 * 1024
+"""The most read of one reply stream (chunk framing included)."""
+
+
+def stream_reply(config: ModelConfig, messages: Sequence[Mapping[str, str]], *,
                  deadline_s: float = REPLY_DEADLINE_S) -> Iterator[str]:
-    """Stream a reply to the Decision's prompt through the OpenAI SDK, piece by piece. A stall
-    longer than the reply timeout, a reply longer than `deadline_s` or a broken connection
-    raises ReplyError after the pieces that did arrive, so a caller can keep those."""
-    timeout = config.reply_timeout_s
-    if client is None:
-        client = openai.OpenAI(api_key=config.api_key or "not-needed", base_url=config.base_url,
-                               timeout=timeout, max_retries=0)
+    """Stream a reply to the Decision's prompt through the OpenAI SDK, piece by piece, and stop
+    it — raising ReplyError after the pieces that did arrive, so a caller can keep those — when
+    the endpoint sends nothing for the reply timeout, when the whole reply outlasts `deadline_s`
+    (however steadily it trickles in), when it passes MAX_REPLY_CHARS, or when the call fails.
+    A refused setting raises InputError before anything is sent."""
+    silence = config.reply_timeout_s
     started = time.monotonic()
-    stream: Any = None
-    try:
-        payload: Any = [dict(m) for m in messages]
-        stream = client.chat.completions.create(model=config.model, messages=payload, stream=True, temperature=0.3)
-        for chunk in stream:
-            if chunk.choices and chunk.choices[0].delta.content:
-                yield chunk.choices[0].delta.content
-            if time.monotonic() - started > deadline_s:
-                raise ReplyError(f"the reply was still streaming after {deadline_s:g} s, so it was stopped")
-    except openai.APIStatusError as e:
-        raise ReplyError(f"the model endpoint answered HTTP {e.status_code}: {e.message}") from e
-    except openai.APITimeoutError as e:
-        raise ReplyError(f"the model endpoint sent nothing for {timeout:g} s (the reply timeout, "
-                         "COACHCTX_REPLY_TIMEOUT)") from e
-    except openai.APIError as e:  # the SDK wraps transport errors mid-stream too (connection, read timeout)
-        raise ReplyError(f"the model call failed: {e}") from e
-    finally:
-        close = getattr(stream, "close", None)
-        if callable(close):  # stopped early: give the connection back
-            close()
+
+    by_deadline = False  # which bound the step that timed out was given: the deadline or the silence
+
+    def wait() -> float:
+        nonlocal by_deadline
+        left = deadline_s - (time.monotonic() - started)
+        by_deadline = left <= silence
+        return min(silence, left)
+
+    kept = 0
+    with ModelLoop() as loop:
+        client = async_client(api_key=config.api_key, base_url=config.base_url, timeout_s=min(silence, deadline_s),
+                              max_bytes=MAX_REPLY_BYTES)
+        stream: Any = None
+        try:
+            payload: Any = [{k: model_text(v) for k, v in m.items()} for m in messages]
+            stream = loop.within(client.chat.completions.create(
+                model=config.model, messages=payload, stream=True, temperature=0.3), wait())
+            pieces = aiter(stream)
+            while True:
+                chunk = loop.next_within(pieces, wait())
+                if chunk is None:
+                    return
+                text = chunk.choices[0].delta.content if chunk.choices else None
+                if not text:
+                    continue
+                if kept + len(text) > MAX_REPLY_CHARS:
+                    yield text[:MAX_REPLY_CHARS - kept]
+                    raise ReplyError(f"the reply passed {MAX_REPLY_CHARS} characters, so it was stopped")
+                kept += len(text)
+                yield text
+        except (TimeoutError, openai.APITimeoutError) as e:
+            if by_deadline:
+                raise ReplyError(f"the reply was still streaming after {deadline_s:g} s, so it was stopped") from e
+            raise ReplyError(f"the model endpoint sent nothing for {silence:g} s (the reply timeout, "
+                             "COACHCTX_REPLY_TIMEOUT)") from e
+        except openai.APIStatusError as e:
+            raise ReplyError(f"the model endpoint answered HTTP {e.status_code}: {clip(e.message, 200)}") from e
+        except Exception as e:  # the SDK wraps transport errors mid-stream too (connection, a reply too large)
+            too_large = cause(e, AnswerTooLarge)
+            if too_large is not None:
+                raise ReplyError(f"the reply stream passed {MAX_REPLY_BYTES} bytes, so it was stopped") from e
+            if isinstance(e, CoachctxError):
+                raise
+            raise ReplyError(clip(f"the model call failed: {type(e).__name__}: {e}", MAX_ERROR_CHARS)) from e
+        finally:
+            # stopped early or not: give the connection back, within a bounded wait
+            if stream is not None:
+                loop.close_quietly(stream)
+            loop.close_quietly(client)
 
 
 def count_words(text: str) -> int:

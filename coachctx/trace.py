@@ -4,7 +4,10 @@ engineer can reproduce a reported answer and see whether today's policy decides 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +25,11 @@ TRACE_FORMAT: Final = "coachctx.trace/1"
 MAX_TRACE_BYTES: Final = 5 * 1024 * 1024
 
 
+NONFINITE_KEY: Final = "$nonfinite"
+"""A bundle number JSON cannot hold (NaN, Infinity) is written as {"$nonfinite": "Infinity"} and
+read back as the number, so a replay sees the payload the decision saw."""
+
+
 def make_trace(decision: Decision, bundle: Bundle, *, cost_mode: str, budget: int | None) -> dict[str, Any]:
     return {
         "format": TRACE_FORMAT,
@@ -29,16 +37,87 @@ def make_trace(decision: Decision, bundle: Bundle, *, cost_mode: str, budget: in
                    "scope": decision.scope["requested"], "tier": decision.tier, "budget": budget,
                    "cost_mode": cost_mode},
         "decision": decision.to_json(),
-        "bundle": bundle.to_snapshot(),
+        "bundle": _tag_nonfinite(bundle.to_snapshot()),
     }
 
 
-def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Write JSON so the file is either the old one or the whole new one, never half."""
-    p = Path(path)
-    text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+def _tag_nonfinite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return {NONFINITE_KEY: repr(obj).replace("inf", "Infinity").replace("nan", "NaN")}
+    if isinstance(obj, Mapping):
+        return {k: _tag_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_tag_nonfinite(v) for v in obj]
+    return obj
+
+
+def _untag_nonfinite(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        if set(obj) == {NONFINITE_KEY} and obj[NONFINITE_KEY] in ("NaN", "Infinity", "-Infinity"):
+            return float(obj[NONFINITE_KEY].replace("Infinity", "inf"))
+        return {k: _untag_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_untag_nonfinite(v) for v in obj]
+    return obj
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Mapping):
+        return {k if isinstance(k, str) else str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_text(obj: Any, *, indent: int | None = 2, ascii_only: bool = False) -> str:
+    """Strict JSON any UTF-8 stream can carry: no NaN or Infinity (a non-finite number is null),
+    and a lone surrogate in any string (a question pasted from a broken source) written as its
+    `\\udXXX` escape, which reads back as the same string."""
+    text = json.dumps(_finite(obj), ensure_ascii=ascii_only, allow_nan=False, indent=indent, default=str)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _refuse_special(p: Path) -> None:
+    """Only a new file or a regular one is (re)written: never through a symlink, and never
+    over a directory, a FIFO, a socket or a device node."""
+    parent = p.parent if str(p.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+        if not parent.is_dir():
+            why = ("No such file or directory (the directory {} does not exist)" if not parent.exists() else
+                   "Not a directory ({} is not a directory)")
+            raise InputError(f"cannot write {p}: {why.format(parent)}")
+    except OSError as e:
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else
+            "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    raise InputError(f"cannot write {p}: it is {kind}; give a new file or a regular file to replace")
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    """Write JSON so the file is either the old one or the whole new one, never half: a
+    temporary file in the same directory, renamed over the path. Anything but a new or regular
+    file is refused, naming the path asked for, and nothing is left behind on failure."""
+    p = Path(path)
+    text = json_text(obj) + "\n"
+    _refuse_special(p)
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        # the name cut short: a target name near the file system's limit still leaves room for the temp's
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:64]}.", suffix=".tmp", dir=parent)
     except OSError as e:  # name the file the user asked for, not the temporary one
         raise InputError(f"cannot write {p}: {e.strerror or e}") from e
     try:
@@ -46,7 +125,11 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        _refuse_special(p)  # narrows the window in which something else appeared at the path
         os.replace(tmp, p)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -79,7 +162,7 @@ def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
     if not isinstance(inputs.get("question"), str) or not inputs["question"].strip():
         raise TraceError(f"{source}: inputs.question: expected the question text")
     try:
-        bundle = Bundle.from_snapshot(obj["bundle"])
+        bundle = Bundle.from_snapshot(_untag_nonfinite(obj["bundle"]))
     except ValueError as e:
         raise TraceError(f"{source}: {e}") from e
     return Trace(inputs=inputs, decision=obj["decision"], bundle=bundle, source=source)
@@ -111,6 +194,9 @@ class RecordedClassifier:
 
 
 COMPARED: Final = (
+    ("question", lambda d: d["question"]),
+    ("athlete", lambda d: d["athlete"]),
+    ("policy.digest", lambda d: d["policy"]["digest"]),
     ("intent.name", lambda d: d["intent"]["name"]),
     ("intent.source", lambda d: d["intent"]["source"]),
     ("intent.contenders", lambda d: d["intent"]["contenders"]),
@@ -125,17 +211,48 @@ COMPARED: Final = (
 
 
 def compare(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Field-by-field differences between two Decision JSONs: [{field, recorded, now}]."""
-    out = []
-    for name, get in COMPARED:
-        try:
-            before = get(recorded)
-        except (KeyError, TypeError, AttributeError):
-            before = None
-        after = get(now)
-        if before != after:
-            out.append({"field": name, "recorded": before, "now": after})
-    return out
+    """Field-by-field differences between two Decision JSONs: [{field, recorded, now}]. Besides
+    the route and the selection, the policy digest, every fragment's line and every message of
+    the prompt and of the naive prompt (which holds the whole bundle) are compared, so a trace
+    whose bundle or decision was edited does not replay as the same decision; a missing or
+    malformed recorded field counts as different."""
+    fields: list[tuple[str, Any, Any]] = [(name, _get(get, recorded), get(now)) for name, get in COMPARED]
+    before_lines, after_lines = _lines(recorded), _lines(now)
+    fields += [(f"fragments.{name}.line", before_lines.get(name), after_lines.get(name))
+               for name in dict.fromkeys([*after_lines, *before_lines])]
+    for key in ("messages", "naive_messages"):
+        before_prompt, after_prompt = _messages(recorded, key), _messages(now, key)
+        for i in range(max(len(before_prompt), len(after_prompt))):
+            role = (after_prompt[i] if i < len(after_prompt) else before_prompt[i])[0]
+            fields.append((f"prompt.{key}[{i}].{role}", _content(before_prompt, i), _content(after_prompt, i)))
+    return [{"field": name, "recorded": before, "now": after} for name, before, after in fields if before != after]
+
+
+def _get(get: Any, d: Mapping[str, Any]) -> Any:
+    try:
+        return get(d)
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def _lines(d: Mapping[str, Any]) -> dict[str, Any]:
+    fragments = d.get("fragments")
+    if not isinstance(fragments, list):
+        return {}
+    return {str(f.get("name")): f.get("line") for f in fragments if isinstance(f, Mapping)}
+
+
+def _messages(d: Mapping[str, Any], key: str) -> list[tuple[str, Any]]:
+    prompt = d.get("prompt")
+    messages = prompt.get(key) if isinstance(prompt, Mapping) else None
+    if not isinstance(messages, list):
+        return [("message", None)]  # nothing recorded: differs from any prompt
+    return [(str(m.get("role", "message")), m.get("content")) if isinstance(m, Mapping) else ("message", m)
+            for m in messages]
+
+
+def _content(messages: list[tuple[str, Any]], i: int) -> Any:
+    return messages[i][1] if i < len(messages) else None
 
 
 @dataclass(frozen=True)

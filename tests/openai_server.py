@@ -1,12 +1,18 @@
 """One local OpenAI-compatible server for every test that talks to a model: POST
 /v1/chat/completions on 127.0.0.1 (a free port, a daemon thread), answering as its `behaviour`
-says. Tests drive the real OpenAI SDK against it; nothing leaves the machine."""
+says. Tests drive the real OpenAI SDK against it; nothing leaves the machine.
+
+Besides answering, failing and stalling, it can misbehave slowly: trickle the status line and
+headers or the body a byte at a time, send a reply's chunks a second apart, or stream (or send a
+body) that never ends. Every such loop stops when the client hangs up or the server stops."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -26,6 +32,17 @@ class ChatBehaviour:
     """What a `stream: true` request (reply generation) receives, one SSE chunk each."""
     stall_after_chunks_s: float = 0.0
     """After the chunks, go silent this long (holding the connection) before `[DONE]`."""
+    chunk_interval_s: float = 0.0
+    """Wait this long before each streamed chunk (a chunk a second: 1.0)."""
+    stream_forever: bool = False
+    """After `reply_chunks`, keep sending `forever_chunk` (every `chunk_interval_s`) and never `[DONE]`."""
+    forever_chunk: str = "and more "
+    trickle_body_s: float = 0.0
+    """Send an answer's body (or each streamed chunk) one byte every this many seconds."""
+    trickle_head_s: float = 0.0
+    """Send the status line and headers themselves one byte every this many seconds."""
+    endless_body: bool = False
+    """Announce a huge Content-Length and send filler bytes as fast as the client reads, never finishing."""
 
 
 class _ChatHandler(BaseHTTPRequestHandler):
@@ -45,7 +62,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         b = self.server.behaviour
         if b.delay_s and self.server.release.wait(b.delay_s):
             return  # the test is over; the client gave up long ago
-        if body.get("stream") and b.status == 200 and b.raw_body is None:
+        if body.get("stream") and b.status == 200 and b.raw_body is None and not b.endless_body:
             self._stream(b, body)
             return
         if b.raw_body is not None:
@@ -63,19 +80,24 @@ class _ChatHandler(BaseHTTPRequestHandler):
                              "message": {"role": "assistant", "content": b.content}}],
                 "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51},
             }).encode()
-        self._send(b.status, out, b.content_type)
+        self._send(b.status, out, b.content_type, b)
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep, unless the server is stopping (then False: stop sending)."""
+        return not (seconds and self.server.release.wait(seconds)) and not self.server.release.is_set()
 
     def _stream(self, b: ChatBehaviour, body: dict[str, Any]) -> None:
         try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for piece in b.reply_chunks:
+            self._write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                        b.trickle_head_s)
+            self.close_connection = True
+            for piece in self._pieces(b):
+                if not self._wait(b.chunk_interval_s):
+                    return
                 chunk = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 0,
                          "model": body.get("model", "?"),
                          "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.flush()
+                self._write(f"data: {json.dumps(chunk)}\n\n".encode(), b.trickle_body_s)
             if b.stall_after_chunks_s:
                 self.server.release.wait(b.stall_after_chunks_s)
             self.wfile.write(b"data: [DONE]\n\n")
@@ -83,15 +105,37 @@ class _ChatHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading: that is what a stall test wants
 
-    def _send(self, status: int, out: bytes, content_type: str) -> None:
+    @staticmethod
+    def _pieces(b: ChatBehaviour) -> Iterator[str]:
+        yield from b.reply_chunks
+        while b.stream_forever:
+            yield b.forever_chunk
+
+    def _send(self, status: int, out: bytes, content_type: str, b: ChatBehaviour | None = None) -> None:
+        b = b or ChatBehaviour()
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            if b.endless_body:
+                out = b'{"choices": [{"message": {"content": "'
+            length = 1 << 40 if b.endless_body else len(out)
+            head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: {content_type}\r\n"
+                    f"Content-Length: {length}\r\nConnection: close\r\n\r\n").encode()
+            self._write(head, b.trickle_head_s)
+            self._write(out, b.trickle_body_s)
+            while b.endless_body and not self.server.release.is_set():
+                self.wfile.write(b"x" * 65536)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        self.close_connection = True
+
+    def _write(self, data: bytes, per_byte_s: float) -> None:
+        if not per_byte_s:
+            self.wfile.write(data)
+            return
+        for i in range(len(data)):
+            if not self._wait(per_byte_s):
+                return
+            self.wfile.write(data[i:i + 1])
+            self.wfile.flush()
 
 
 class ChatServer(ThreadingHTTPServer):
