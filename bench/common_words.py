@@ -1,5 +1,5 @@
-"""Write `coachctx/data/common_words.txt.gz`: the everyday words typo matching must never read as a
-misspelling of a vocabulary term.
+"""Write `coachctx/data/common_words.txt.gz`, the everyday words typo matching must never read as a
+misspelling of a vocabulary term, and `function_words.txt.gz`, the words no term is made of.
 
     python -m bench.common_words [--check]
 
@@ -20,27 +20,34 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from coachctx.common_words import COMMON_WORDS_FILE
+from coachctx.common_words import COMMON_WORDS_FILE, FUNCTION_WORDS_FILE
 from coachctx.policy import LANGUAGES
 from coachctx.routing import fuzzy_distance
 from coachctx.text import normalise, unstretch
 
 TOP: Final = 10_000
+FUNCTION_TOP: Final = 400
+"""The function words: each language's commonest words of any length ("the", "when", "still"),
+which no vocabulary term may be (tests/test_vocabulary.py) and `coachctx suggest` never offers."""
 WORDFREQ_CODES: Final = {"no": "nb"}
 
 
-def common_words() -> list[str]:
+def common_words(top: int = TOP, *, typo_length_only: bool = True) -> list[str]:
     from wordfreq import top_n_list
 
     words: set[str] = set()
     for language, mode in LANGUAGES.items():
         if mode in ("substring", "prefix"):
             continue
-        for word in top_n_list(WORDFREQ_CODES.get(language, language), TOP):
+        for word in top_n_list(WORDFREQ_CODES.get(language, language), top):
             word = unstretch(normalise(word))
-            if word.isalpha() and fuzzy_distance(word):
+            if word.isalpha() and (fuzzy_distance(word) or not typo_length_only):
                 words.add(word)
     return sorted(words)
+
+
+def function_words() -> list[str]:
+    return common_words(FUNCTION_TOP, typo_length_only=False)
 
 
 def render(words: Sequence[str]) -> bytes:
@@ -52,14 +59,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.common_words", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the shipped file differs from a fresh one")
     args = parser.parse_args(argv)
-    data = render(common_words())
-    if args.check:
-        same = COMMON_WORDS_FILE.read_bytes() == data
-        print("common words file is current" if same else f"{COMMON_WORDS_FILE} is stale: rerun without --check")
-        return 0 if same else 1
-    COMMON_WORDS_FILE.write_bytes(data)
-    print(f"wrote {COMMON_WORDS_FILE} ({len(data):,} bytes)")
-    return 0
+    stale = []
+    for path, words in ((COMMON_WORDS_FILE, common_words()), (FUNCTION_WORDS_FILE, function_words())):
+        data = render(words)
+        if args.check:
+            if path.read_bytes() != data:
+                stale.append(path)
+            continue
+        path.write_bytes(data)
+        print(f"wrote {path} ({len(data):,} bytes)")
+    if stale:
+        print(f"stale: {', '.join(map(str, stale))}: rerun without --check")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
