@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pydantic import (
 from coachctx.errors import PolicyError
 from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.reading import ReadError, control_character, read_text
-from coachctx.text import fold_accents, tokenise
+from coachctx.text import fold_accents
 
 _T = TypeVar("_T")
 
@@ -43,14 +44,19 @@ MAX_YAML_NODES: Final = 100_000
 """Scalars and collections after every alias is expanded: the default policy has about 19,000,
 and a document that expands past this limit is refused before anything is built from it."""
 MAX_YAML_INT_DIGITS: Final = 20
-MAX_TERMS: Final = 20_000
+MAX_TERMS: Final = 15_000
 """Terms in all term lists together (the default policy has about 10,300)."""
 _PHRASE_WORDS: Final = 6
 """`routing.MAX_PHRASE_WORDS`: the words of a term that routing files (and matches)."""
-MAX_TERM_KEYS: Final = 60_000
-"""Phrase keys the matcher files all terms under (a word written with accents is filed twice, a
-six-word phrase up to 64 times): with `MAX_TERMS`, the bound that keeps the worst accepted
-policy checking and deciding in well under 2 s (measured in the issue-12 report)."""
+MAX_TERM_WORK: Final = 60_000
+"""Matching work of all terms together: each term counts its phrase keys (a word written with
+accents is filed twice, so a phrase of six such words 64 times) times the parts of its phrase
+that lint compares (21 for six words). The default policy needs about 27,500; with `MAX_TERMS`
+this keeps the worst accepted policy checking in under 2 s."""
+MAX_UNSPACED_TERM_CHARS: Final = 16
+"""Japanese, Chinese and Korean terms match as substrings or prefixes, and lint compares every
+part of each with every other term: 16 characters is a long phrase in those scripts (the default's
+longest is 9)."""
 MAX_BUDGET: Final = 1_000_000
 """The largest token budget: a tier's or a custom one."""
 MAX_ROUTING_VALUE: Final = 10_000.0
@@ -220,7 +226,7 @@ class Policy(_Strict):
             raise ValueError(f"intents: missing intent(s) {', '.join(missing)}")
         if not self.tiers:
             raise ValueError("tiers: at least one tier is needed")
-        keys = 0
+        work = 0
         for count, (where, language, term) in enumerate(((w, lang, t) for w, by_language in self.term_lists()
                                                          for lang, terms in by_language.items() for t in terms), 1):
             exact = term.startswith(EXACT_MARK)
@@ -234,13 +240,17 @@ class Policy(_Strict):
             if exact and LANGUAGES[language] in ("substring", "prefix"):
                 raise ValueError(f"{where}.{language}: {term!r}: exact terms ({EXACT_MARK}word) are for spaced "
                                  f"scripts; {language} terms already match as written")
+            if LANGUAGES[language] in ("substring", "prefix") and len(term) > MAX_UNSPACED_TERM_CHARS:
+                raise ValueError(f"{where}.{language}: the term {term!r} has {len(term)} characters; "
+                                 f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
             if count > MAX_TERMS:
                 raise ValueError(f"the policy has more than {MAX_TERMS} terms (the limit); split the vocabulary "
                                  "or drop terms that match the same words")
-            keys += _term_keys(term, language)
-            if keys > MAX_TERM_KEYS:
-                raise ValueError(f"the policy's terms expand to more than {MAX_TERM_KEYS} phrase keys (the limit; "
-                                 f"each accented word in a phrase doubles its keys), at {where}.{language}: {term!r}")
+            work += _term_work(term, language)
+            if work > MAX_TERM_WORK:
+                raise ValueError(f"the terms need more than {MAX_TERM_WORK} units of matching work (the limit; a "
+                                 "phrase of n words costs n(n+1)/2, doubled for each accented word), reached at "
+                                 f"{where}.{language}: {term!r}")
         return self
 
     def term_lists(self) -> list[tuple[str, Mapping[Any, Iterable[str]]]]:
@@ -277,16 +287,23 @@ def _has_words(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
 
-def _term_keys(term: str, language: str) -> int:
-    """The phrase keys `routing.TermMatcher` files a term under: each word of a spaced script
-    under its stem and, when it has accents, under its accent-folded stem too."""
+_WORDS: Final = re.compile(r"[^\W_]+")
+
+
+def _term_work(term: str, language: str) -> int:
+    """The phrase keys `routing.TermMatcher` files a term under (each word of a spaced script
+    under its stem and, when it has accents, under its accent-folded stem too), times the parts
+    of the phrase `lint` compares. Counted on words as a regex splits them: close to the
+    tokeniser, and cheap enough to run on every term of every policy loaded."""
     if LANGUAGES[language] in ("substring", "prefix"):
         return 1
+    words = _WORDS.findall(term.casefold())[:_PHRASE_WORDS]
     keys = 1
-    for word in tokenise(term.removeprefix(EXACT_MARK)).words[:_PHRASE_WORDS]:
-        if not word.isascii() and LANGUAGES[language] != "russian" and fold_accents(word) != word:
-            keys *= 2
-    return keys
+    if LANGUAGES[language] != "russian" and not term.isascii():
+        for word in words:
+            if not word.isascii() and fold_accents(word) != word:
+                keys *= 2
+    return keys * max(1, len(words) * (len(words) + 1) // 2)
 
 
 def policy_digest(policy: Policy) -> str:
