@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,7 +17,7 @@ from coachctx.decision import Decision
 from coachctx.errors import CoachctxError, InputError
 from coachctx.lint import lint_policy
 from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
-from coachctx.policy import DEFAULT_POLICY_PATH, Policy, load_policy
+from coachctx.policy import DEFAULT_POLICY_PATH, MAX_BUDGET, Policy, load_policy
 from coachctx.services import FixtureUpstream, fetch_bundle
 from coachctx.trace import make_trace, read_trace, replay, write_json_atomic
 
@@ -28,6 +29,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"coachctx: {message} (see `coachctx --help`)\n")
 
 
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: ASCII digits only, within [low, high]. `int()` alone takes `1_000`,
+    Arabic-Indic digits and numbers too large for SQLite, each ending in a traceback or a surprise."""
+
+    def parse(text: str) -> int:
+        value = text.strip()
+        if not re.fullmatch(r"-?[0-9]{1,18}", value) or not low <= int(value) <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {_shown(text)}")
+        return int(value)
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def _shown(text: str) -> str:
+    """An argument as a one-line, printable repr, however long or strange it is."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="coachctx", description="Decide what an LLM coaching assistant may see, and why.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -37,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--athlete", required=True)
     p.add_argument("--scope", default="auto", choices=SCOPE_REQUESTS)
     p.add_argument("--tier", default="paid")
-    p.add_argument("--budget", type=int, default=None, help="custom token budget for secondary context")
+    p.add_argument("--budget", type=whole_number(0, MAX_BUDGET), default=None,
+                   help=f"custom token budget for secondary context (0 to {MAX_BUDGET})")
     p.add_argument("--policy", default=None, help=f"policy YAML (default: {DEFAULT_POLICY_PATH.name})")
     p.add_argument("--costs", default="hand", choices=COST_MODES)
     p.add_argument("--athletes-dir", default=None, help=argparse.SUPPRESS)
@@ -95,8 +117,7 @@ def _display_path(p: Path) -> str:
 def cmd_explain(args: argparse.Namespace) -> int:
     policy, source, version = _policy_for(args)
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
-    if not upstream.has(args.athlete):
-        raise InputError(f"unknown athlete {args.athlete!r}; sample athletes are: {', '.join(upstream.athletes())}")
+    upstream.check(args.athlete)
     bundle = fetch_bundle(upstream, args.athlete)
     decision = select(args.question, bundle, policy, scope=args.scope, tier=args.tier, budget=args.budget,
                       cost_mode=args.costs, classifier=classifier_from_env(), policy_source=source,
@@ -185,7 +206,21 @@ COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_ch
             "athletes": cmd_athletes, **cli_store.COMMANDS}
 
 
+def _check_arguments(argv: Sequence[str]) -> None:
+    """Arguments are text: bytes that are not UTF-8 reach Python as lone surrogates, which the
+    first print would fail on, far from the cause. Control characters are allowed only in the
+    question, which is normalised like any other."""
+    for arg in argv:
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            raise InputError(f"argument {_shown(arg)} is not valid UTF-8 text")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        _check_arguments(sys.argv[1:] if argv is None else argv)
+    except InputError as e:
+        print(f"coachctx: {e}", file=sys.stderr)
+        return EXIT_USAGE
     args = build_parser().parse_args(argv)
     try:
         code = COMMANDS[args.command](args)

@@ -121,6 +121,13 @@ def read_text(path: str | Path, limit: int, *, expected: str = "a file", strip_b
     return decode_utf8(read_bytes(path, limit, expected=expected), str(path), strip_bom=strip_bom)
 
 
+def printable(text: str) -> str:
+    """`text` on one line with every `CONTROL_CHARACTERS` match written as an escape (`\\n`,
+    `\\x1b`, `\\u2028`): for data shown in a table, whatever was stored before it was refused."""
+    return CONTROL_CHARACTERS.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+                                  if not "\ud800" <= m.group() <= "\udfff" else f"\\u{ord(m.group()):04x}", text)
+
+
 def control_character(text: str) -> str | None:
     """The first character of `text` that `CONTROL_CHARACTERS` refuses, written as U+XXXX."""
     m = CONTROL_CHARACTERS.search(text)
