@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from coachctx import cli_store
 from coachctx.classifier import classifier_from_env
+from coachctx.cli_store import shown, whole_number
 from coachctx.decision import Decision
 from coachctx.errors import CoachctxError, InputError
 from coachctx.lint import lint_policy
@@ -27,26 +27,6 @@ EXIT_USAGE = 2
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"coachctx: {message} (see `coachctx --help`)\n")
-
-
-def whole_number(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: ASCII digits only, within [low, high]. `int()` alone takes `1_000`,
-    Arabic-Indic digits and numbers too large for SQLite, each ending in a traceback or a surprise."""
-
-    def parse(text: str) -> int:
-        value = text.strip()
-        if not re.fullmatch(r"-?[0-9]{1,18}", value) or not low <= int(value) <= high:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {_shown(text)}")
-        return int(value)
-
-    parse.__name__ = "whole number"
-    return parse
-
-
-def _shown(text: str) -> str:
-    """An argument as a one-line, printable repr, however long or strange it is."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,7 +192,7 @@ def _check_arguments(argv: Sequence[str]) -> None:
     question, which is normalised like any other."""
     for arg in argv:
         if any("\ud800" <= ch <= "\udfff" for ch in arg):
-            raise InputError(f"argument {_shown(arg)} is not valid UTF-8 text")
+            raise InputError(f"argument {shown(arg)} is not valid UTF-8 text")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
