@@ -43,7 +43,8 @@ MAX_YAML_ALIASES: Final = 64
 MAX_YAML_NODES: Final = 100_000
 """Scalars and collections after every alias is expanded: the default policy has about 19,000,
 and a document that expands past this limit is refused before anything is built from it."""
-MAX_YAML_INT_DIGITS: Final = 20
+MAX_YAML_INT_DIGITS: Final = 100
+"""Far past any range a policy allows, so pydantic still names the range; Python itself gives up at 4,300."""
 MAX_TERMS: Final = 15_000
 """Terms in all term lists together (the default policy has about 10,300)."""
 _PHRASE_WORDS: Final = 6
@@ -358,19 +359,17 @@ class YamlLimits:
 POLICY_YAML: Final = YamlLimits()
 
 
-class _BoundedInts:
+def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     """Python refuses to turn more than 4,300 digits into an int, with a ValueError no YAML
-    handler expects; no number in a policy needs more than `MAX_YAML_INT_DIGITS`."""
-
-    def construct_yaml_int(self, node: Any) -> Any:
-        digits = sum(ch.isdigit() for ch in str(node.value))
-        if digits > MAX_YAML_INT_DIGITS:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a number of {digits} digits; the limit is {MAX_YAML_INT_DIGITS}", node.start_mark)
-        return super().construct_yaml_int(node)  # type: ignore[misc]
+    handler expects; no number in a policy or a question set needs more than `MAX_YAML_INT_DIGITS`."""
+    digits = sum(ch.isdigit() for ch in str(node.value))
+    if digits > MAX_YAML_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a number of {digits} digits; the limit is {MAX_YAML_INT_DIGITS}", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
 
 
-class _GuardedLoader(_NoDuplicateKeys, _BoundedInts, yaml.SafeLoader):
+class _GuardedLoader(_NoDuplicateKeys, yaml.SafeLoader):
     """SafeLoader that refuses deep nesting, alias bombs and documents that expand past a node
     count before anything is built."""
 
@@ -418,7 +417,7 @@ YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 """libyaml's emitter writes the same text as the pure-Python one, four times faster."""
 
 
-class _FastLoader(_NoDuplicateKeys, _BoundedInts, _CBase):  # type: ignore[misc,valid-type]
+class _FastLoader(_NoDuplicateKeys, _CBase):  # type: ignore[misc,valid-type]
     """The same rules on libyaml's parser: `parse_yaml` runs it after `_within_limits` checked the
     event stream, and falls back to `_GuardedLoader` (whose messages the tests pin) on any error."""
 
@@ -466,6 +465,26 @@ def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
 for _tag in ("binary", "set", "omap", "pairs"):
     _GuardedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
     _FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+def _checked(tag: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """PyYAML's scalar constructors raise ValueError, KeyError or AttributeError for a value that
+    does not fit its tag (`2024-13-45`, `!!int abc`, `!!bool maybe`): a YAML error on its line instead."""
+
+    def construct_checked(loader: Any, node: Any) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as e:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{_short(node.value)} is not a valid {tag} ({type(e).__name__})", node.start_mark) from e
+
+    return construct_checked
+
+
+for _loader in (_GuardedLoader, _FastLoader):
+    _loader.add_constructor("tag:yaml.org,2002:int", _checked("int", _bounded_int))
+    for _name, _construct in (("float", yaml.SafeLoader.construct_yaml_float),
+                              ("bool", yaml.SafeLoader.construct_yaml_bool),
+                              ("timestamp", yaml.SafeLoader.construct_yaml_timestamp)):
+        _loader.add_constructor(f"tag:yaml.org,2002:{_name}", _checked(_name, _construct))
 
 
 def _fast_load(text: str, limits: YamlLimits) -> tuple[bool, Any]:

@@ -15,7 +15,7 @@ from coachctx.decision import Decision
 from coachctx.errors import InputError, TraceError
 from coachctx.pipeline import select
 from coachctx.policy import MAX_BUDGET, Policy
-from coachctx.reading import ReadError, parse_json, read_bytes
+from coachctx.reading import ReadError, control_character, parse_json, read_bytes
 from coachctx.routing import ModelAnswer
 from coachctx.services import Bundle
 
@@ -96,6 +96,8 @@ def _check_inputs(inputs: Mapping[str, Any], source: str) -> None:
         value = inputs.get(key)
         if value is not None and not isinstance(value, str):
             raise TraceError(f"{source}: inputs.{key}: expected text or null, got {type(value).__name__}")
+        if value is not None and control_character(value) is not None:
+            raise TraceError(f"{source}: inputs.{key}: holds the control character {control_character(value)}")
     budget = inputs.get("budget")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
                                or not 0 <= budget <= MAX_BUDGET):
