@@ -41,9 +41,9 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
 
 
 def shown(text: str) -> str:
-    """An argument as a one-line, printable repr, however long or strange it is."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return repr(text if len(text) <= 40 else text[:37] + "...")
+    """An argument quoted on one printable line, however long or strange it is."""
+    text = printable(text)
+    return f"'{text if len(text) <= 40 else text[:37] + '...'}'"
 
 
 def add_policy_version_args(p: argparse.ArgumentParser) -> None:

@@ -153,7 +153,10 @@ def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
         try:
             obj = parse_json(line, f"line {line_no}")
         except ReadError as e:
-            yield line_no, e.problem + (f" ({e.where.removeprefix('line 1, ')})" if e.where else "")
+            if e.where.startswith("line 1, "):  # a JSON syntax error: its column on this line
+                yield line_no, f"{e.problem} ({e.where.removeprefix('line 1, ')})"
+            else:
+                yield line_no, f"{e.where}: {e.problem}" if e.where else e.problem
             continue
         yield line_no, obj if isinstance(obj, Mapping) else f"expected a JSON object, got {type(obj).__name__}"
 
