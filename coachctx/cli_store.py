@@ -217,6 +217,9 @@ def cmd_impact(args: argparse.Namespace) -> int:
     from coachctx.services import FixtureUpstream
     from coachctx.store import PolicyStore, looks_like_file, resolve_policy
 
+    upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
+    if args.athlete is not None:  # checked before any work: rows naming no athlete would all be skipped
+        upstream.check(args.athlete)
     questions = read_questions(args.questions)
     store = None
     if not (looks_like_file(args.base) and looks_like_file(args.candidate)):
@@ -227,7 +230,6 @@ def cmd_impact(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
     report = run_impact(questions, base.policy, candidate.policy, base_name=base.source,
                         candidate_name=candidate.source, upstream=upstream,
                         default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs)

@@ -50,7 +50,8 @@ LABEL_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MAX_MESSAGE_CHARS: Final = 500
 MAX_AUTHOR_CHARS: Final = 100
 HEADER_PREFIX: Final = "# coachctx policy version "
-_HEADER = re.compile(r"^# coachctx policy version (\d+)\b[^\n]*\n?")
+_HEADER = re.compile(r"^# coachctx policy version (\d{1,9})\b[^\n]*\n?")
+"""At most nine digits, as `resolve` reads them: a longer number is no version and would overflow SQLite."""
 _VERSION_REF = re.compile(r"^v?(\d{1,9})$")
 VERSION_LIKE: Final = re.compile(r"^v\d+$")
 """`v` and digits, whatever their count: refused as a label even past the digits `resolve` reads."""

@@ -508,6 +508,17 @@ class TestStore:
             "policy", "history", "--limit", limit, "--store", saved)
 
     @pytest.mark.timeout(10)
+    def test_a_header_naming_a_version_past_nine_digits_is_no_base(self, cli: Run, saved: str,
+                                                                    tmp_path: Path) -> None:
+        """`policy show`'s first line is read back as the base; a forged one must not overflow SQLite."""
+        path = tmp_path / "edited.yaml"
+        path.write_text("# coachctx policy version 99999999999999999999 (live)\n"
+                        + _with(MINIMAL_POLICY, "max_words: 150", "max_words: 140"), encoding="utf-8")
+        code, out, err = cli("policy", "save", str(path), "-m", "forged header", "--store", saved)
+        assert (code, out) == (0, "saved version 2 (digest " + out.split("digest ", 1)[1])
+        assert "parent" not in out and err == ""
+
+    @pytest.mark.timeout(10)
     def test_history_limit_in_range_works(self, cli: Run, saved: str) -> None:
         code, out, _ = cli("policy", "history", "--limit", "1", "--store", saved)
         assert code == 0 and "first" in out
@@ -524,6 +535,12 @@ class TestAthletes:
         line = refused("explain", PAIN, "--athlete", athlete)
         assert line.endswith(f"; sample athletes are: {ATHLETES}")
         assert "not an athlete id" in line or "unknown athlete" in line
+
+    @pytest.mark.timeout(10)
+    def test_impact_refuses_a_path_as_the_default_athlete(self, refused: Callable[..., str]) -> None:
+        line = refused("impact", "tests/data/questions/dev.yaml", "--base", "policy/default.yaml",
+                       "--candidate", "policy/default.yaml", "--athlete", "/etc/passwd")
+        assert line.startswith("coachctx: athlete '/etc/passwd' is not an athlete id")
 
     @pytest.mark.timeout(10)
     def test_a_log_row_naming_a_path_is_skipped(self) -> None:
