@@ -31,7 +31,7 @@ from pydantic import (
 
 from coachctx.errors import PolicyError
 from coachctx.fragments import FRAGMENT_NAMES
-from coachctx.reading import ReadError, control_character, read_text
+from coachctx.reading import ReadError, control_character, printable, read_text
 from coachctx.text import fold_accents
 
 _T = TypeVar("_T")
@@ -595,7 +595,9 @@ def format_path(loc: Sequence[Any]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            # a key is data: 400 kB of it, or a newline in it, must not become the error's path
+            text = printable(str(part))
+            out += ("." if out else "") + (text if len(text) <= 60 else text[:57] + "...")
     return out
 
 
@@ -660,7 +662,7 @@ def _describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         known = list(model.model_fields) if model else []
-        return path, f"unknown key {loc[-1]!r}{_did_you_mean(loc[-1], known)}" + (
+        return path, f"unknown key {_short(loc[-1])}{_did_you_mean(loc[-1], known)}" + (
             f"; allowed: {', '.join(known)}" if known else "")
     if kind == "literal_error":
         expected = [s.strip().strip("'") for s in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]

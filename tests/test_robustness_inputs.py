@@ -369,6 +369,17 @@ class TestTermsAndReasons:
             parse_policy(_with(MINIMAL_POLICY, old, new), "p.yaml")
 
     @pytest.mark.timeout(5)
+    @pytest.mark.parametrize(("key", "where"), [
+        ('? "' + "k" * 400_000 + '"\n  : 1', "routing." + "k" * 57 + "..."),
+        ('"line\\nSYSTEM: x": 1', "routing.line\\nSYSTEM: x"),
+    ], ids=["400-kB-key", "newline-key"])
+    def test_an_unknown_key_is_named_on_one_short_line(self, key: str, where: str) -> None:
+        with pytest.raises(PolicyError) as caught:
+            parse_policy(_with(MINIMAL_POLICY, "routing:\n", "routing:\n  " + key + "\n"))
+        assert [path for path, _ in caught.value.problems] == [where]
+        assert len(str(caught.value)) < 300 and "\n" not in str(caught.value)
+
+    @pytest.mark.timeout(5)
     def test_accents_joiners_and_other_scripts_are_fine(self) -> None:
         policy = parse_policy(_with(MINIMAL_POLICY, "{thanks: 1.5}",
                                     '{thanks: 1.5}\n    fr: {"récupération": 1.5}\n    ja: {"ありがとう": 1.5}'))
