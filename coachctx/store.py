@@ -479,6 +479,10 @@ def resolve_policy(ref: str, store: PolicyStore | str | None = None) -> PolicyRe
     """A policy named by a file path, a version number or a label. A store is opened only when
     the reference is not a file (`store` may be an open store, a URL, or None for the default)."""
     if looks_like_file(ref):
+        if (LABEL_PATTERN.match(ref) or _VERSION_REF.match(ref)) and "/" not in ref and os.sep not in ref:
+            # a file named `live` (or `3`) beside the user would silently win over the store's label
+            raise StoreError(f"{ref!r} names both a file here and a store version or label; write ./{ref} for "
+                             "the file, or move the file away to use the store")
         return PolicyRef(load_policy(ref), ref, None)
     if isinstance(store, PolicyStore):
         version = store.resolve(ref)

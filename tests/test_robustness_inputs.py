@@ -530,6 +530,17 @@ class TestStore:
         assert "parent" not in out and err == ""
 
     @pytest.mark.timeout(10)
+    def test_a_file_named_like_a_label_is_not_silently_preferred(self, refused: Callable[..., str], cli: Run,
+                                                                  saved: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "live").write_text(_with(MINIMAL_POLICY, "max_words: 150", "max_words: 140"), encoding="utf-8")
+        assert "'live' names both a file here and a store version or label; write ./live" in refused(
+            "policy", "diff", "live", "1", "--store", saved)
+        code, out, _ = cli("policy", "diff", "./live", "1", "--store", saved)
+        assert code == 0 and "max_words" in out
+
+    @pytest.mark.timeout(10)
     def test_history_limit_in_range_works(self, cli: Run, saved: str) -> None:
         code, out, _ = cli("policy", "history", "--limit", "1", "--store", saved)
         assert code == 0 and "first" in out
