@@ -12,11 +12,12 @@ from typing import Any, NoReturn
 
 from coachctx import cli_store
 from coachctx.classifier import classifier_from_env
+from coachctx.cli_store import shown, whole_number
 from coachctx.decision import Decision
 from coachctx.errors import CoachctxError, InputError
 from coachctx.lint import lint_policy
 from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
-from coachctx.policy import DEFAULT_POLICY_PATH, Policy, load_policy
+from coachctx.policy import DEFAULT_POLICY_PATH, MAX_BUDGET, Policy, load_policy
 from coachctx.services import FixtureUpstream, fetch_bundle
 from coachctx.trace import json_text, make_trace, read_trace, replay, write_json_atomic
 
@@ -37,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--athlete", required=True)
     p.add_argument("--scope", default="auto", choices=SCOPE_REQUESTS)
     p.add_argument("--tier", default="paid")
-    p.add_argument("--budget", type=int, default=None, help="custom token budget for secondary context")
+    p.add_argument("--budget", type=whole_number(0, MAX_BUDGET), default=None,
+                   help=f"custom token budget for secondary context (0 to {MAX_BUDGET})")
     p.add_argument("--policy", default=None, help=f"policy YAML (default: {DEFAULT_POLICY_PATH.name})")
     p.add_argument("--costs", default="hand", choices=COST_MODES)
     p.add_argument("--athletes-dir", default=None, help=argparse.SUPPRESS)
@@ -96,8 +98,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     classifier = classifier_from_env()  # a bad model setting is refused before any work
     policy, source, version = _policy_for(args)
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
-    if not upstream.has(args.athlete):
-        raise InputError(f"unknown athlete {args.athlete!r}; sample athletes are: {', '.join(upstream.athletes())}")
+    upstream.check(args.athlete)
     bundle = fetch_bundle(upstream, args.athlete)
     decision = select(args.question, bundle, policy, scope=args.scope, tier=args.tier, budget=args.budget,
                       cost_mode=args.costs, classifier=classifier, policy_source=source,
@@ -249,10 +250,20 @@ def _tolerate_unencodable_output() -> None:
             reconfigure(errors="backslashreplace")
 
 
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Arguments are text: bytes that are not UTF-8 reach Python as lone surrogates. A question
+    may hold them (a user's message is decided as typed, and written back escaped); a name, a path
+    or a label may not, since nothing it names could match it."""
+    for key, value in vars(args).items():
+        if key != "question" and isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise InputError(f"argument {shown(value)} is not valid UTF-8 text")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
+        _check_arguments(args)
         code = COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the try, not at interpreter exit
         return code

@@ -11,15 +11,39 @@ import argparse
 import getpass
 import json
 import os
+import re
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
 from coachctx.errors import InputError
 from coachctx.policy import Policy, read_policy_text
+from coachctx.reading import printable
 
 AUTHOR_ENV: Final = "COACHCTX_AUTHOR"
+MAX_HISTORY_LIMIT: Final = 1_000_000
 STORE_HELP: Final = ("policy store: any SQLAlchemy URL or a SQLite file path "
                      "(default: $COACHCTX_STORE, else ~/.coachctx/policies.sqlite)")
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: ASCII digits only, within [low, high]. `int()` alone takes `1_000`,
+    Arabic-Indic digits and numbers too large for SQLite, each ending in a traceback or a surprise."""
+
+    def parse(text: str) -> int:
+        value = text.strip()
+        if not re.fullmatch(r"-?[0-9]{1,18}", value) or not low <= int(value) <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {shown(text)}")
+        return int(value)
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def shown(text: str) -> str:
+    """An argument quoted on one printable line, however long or strange it is."""
+    text = printable(text)
+    return f"'{text if len(text) <= 40 else text[:37] + '...'}'"
 
 
 def add_policy_version_args(p: argparse.ArgumentParser) -> None:
@@ -73,7 +97,8 @@ def register(sub: Any) -> None:
 
     q = policy.add_parser("history", parents=[store], help="list versions, or the moves of one label")
     q.add_argument("--label", default=None, help="show every move of this label (saves and reverts)")
-    q.add_argument("--limit", type=int, default=None)
+    q.add_argument("--limit", type=whole_number(1, MAX_HISTORY_LIMIT), default=None,
+                   help=f"at most this many rows (1 to {MAX_HISTORY_LIMIT})")
 
     q = policy.add_parser("show", parents=[store], help="print a version's YAML")
     q.add_argument("version", metavar="V", help="a version number or a label")
@@ -101,6 +126,11 @@ def register(sub: Any) -> None:
 
 
 # --- policy ------------------------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    """Stored text as one printable line (`store._one_line`, without importing SQLAlchemy)."""
+    return printable(" ".join(text.split()))
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
@@ -131,8 +161,8 @@ def _history(args: argparse.Namespace, store: Any) -> int:
             v = store.get(m.version)
             was = f" (was {m.previous})" if m.previous is not None else ""
             how = "saved" if m.kind == "save" else "pointed"
-            print(f"{m.at:%Y-%m-%d %H:%M}  {args.label} -> {m.version}{was}  {how} by {m.author}  "
-                  f"[{v.digest}] {v.message}")
+            print(f"{m.at:%Y-%m-%d %H:%M}  {args.label} -> {m.version}{was}  {how} by {_one_line(m.author)}  "
+                  f"[{v.digest}] {_one_line(v.message)}")
         return 0
     versions = store.history(args.limit)
     if not versions:
@@ -144,7 +174,8 @@ def _history(args: argparse.Namespace, store: Any) -> int:
     for v in versions:
         on = f"  ({', '.join(labels[v.number])})" if v.number in labels else ""
         parent = f"parent {v.parent}" if v.parent is not None else "no parent"
-        print(f"{v.number:>4}  {v.created_at:%Y-%m-%d %H:%M}  {v.author:<12} {v.digest}  {parent:<10}{on}  {v.message}")
+        print(f"{v.number:>4}  {v.created_at:%Y-%m-%d %H:%M}  {_one_line(v.author):<12} {v.digest}  {parent:<10}{on}  "
+              f"{_one_line(v.message)}")
     return 0
 
 
@@ -186,6 +217,9 @@ def cmd_impact(args: argparse.Namespace) -> int:
     from coachctx.services import FixtureUpstream
     from coachctx.store import PolicyStore, looks_like_file, resolve_policy
 
+    upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
+    if args.athlete is not None:  # checked before any work: rows naming no athlete would all be skipped
+        upstream.check(args.athlete)
     questions = read_questions(args.questions)
     store = None
     if not (looks_like_file(args.base) and looks_like_file(args.candidate)):
@@ -196,7 +230,6 @@ def cmd_impact(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
     report = run_impact(questions, base.policy, candidate.policy, base_name=base.source,
                         candidate_name=candidate.source, upstream=upstream,
                         default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs)

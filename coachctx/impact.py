@@ -25,21 +25,19 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
-import yaml
-
 from coachctx.availability import CostMode, FragmentFact, facts
-from coachctx.errors import InputError
+from coachctx.errors import InputError, PolicyError
 from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
-from coachctx.policy import INTENTS, Policy
+from coachctx.policy import INTENTS, Policy, YamlLimits, parse_yaml
 from coachctx.prompt import build_prompt, system_block
+from coachctx.reading import ReadError, check_json_value, parse_json, read_text
 from coachctx.routing import Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
@@ -50,6 +48,9 @@ DEFAULT_ATHLETE: Final = "maya"
 DEFAULT_TIER: Final = "paid"
 MAX_QUESTIONS: Final = 1_000_000
 MAX_FILE_BYTES: Final = 512 * 1024 * 1024
+MAX_YAML_BYTES: Final = 16 * 1024 * 1024
+"""YAML is parsed whole and far slower than JSONL or CSV: a set this large belongs in a log."""
+QUESTION_SET_YAML: Final = YamlLimits(max_bytes=MAX_YAML_BYTES, max_nodes=4 * MAX_QUESTIONS)
 FORMATS: Final = {".yaml": "yaml", ".yml": "yaml", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 _MEMO_LIMIT: Final = 20_000
 
@@ -94,17 +95,8 @@ def read_questions(path: str | Path) -> QuestionSet:
     if fmt is None:
         raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
                          f"use one of {', '.join(FORMATS)}")
-    try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"{p}: file is {size} bytes; the limit is {MAX_FILE_BYTES}")
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError as e:
-        raise InputError(f"{p}: no such file") from e
-    except IsADirectoryError as e:
-        raise InputError(f"{p}: is a directory, expected a question set file") from e
-    except UnicodeDecodeError as e:
-        raise InputError(f"{p}: not UTF-8 text (byte {e.start})") from e
+    limit = MAX_YAML_BYTES if fmt == "yaml" else MAX_FILE_BYTES
+    text = read_text(p, limit, expected="a question set file", strip_bom=True)
     return parse_questions(text, fmt, str(p))
 
 
@@ -138,9 +130,11 @@ def parse_questions(text: str, fmt: str, source: str = "<questions>") -> Questio
 
 def _yaml_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InputError(f"{source}: not valid YAML ({str(e).splitlines()[0]})") from e
+        data = parse_yaml(text, source, QUESTION_SET_YAML)
+    except PolicyError as e:  # the policy's guarded loader: same limits on nesting, aliases, expansion
+        where, problem = e.problems[0]
+        raise InputError(f"{source}: not valid YAML ({f'{where}: ' if where else ''}{problem})") from e
+    check_json_value(data, source)
     items = data.get("questions") if isinstance(data, Mapping) else data
     if not isinstance(items, list):
         raise InputError(f"{source}: expected a list of questions (or a mapping with `questions:`)")
@@ -151,13 +145,18 @@ def _yaml_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, An
 
 
 def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
-    for line_no, line in enumerate(text.splitlines(), 1):
+    # JSONL lines end at \n only: `splitlines()` would also cut at U+2028 or \x1e inside a string
+    for line_no, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError as e:
-            yield line_no, f"not valid JSON ({e})"
+            obj = parse_json(line, f"line {line_no}")
+        except ReadError as e:
+            if e.where.startswith("line 1, "):  # a JSON syntax error: its column on this line
+                yield line_no, f"{e.problem} ({e.where.removeprefix('line 1, ')})"
+            else:
+                yield line_no, f"{e.where}: {e.problem}" if e.where else e.problem
             continue
         yield line_no, obj if isinstance(obj, Mapping) else f"expected a JSON object, got {type(obj).__name__}"
 

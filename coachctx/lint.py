@@ -13,13 +13,15 @@ apply). Severity `warning`: a gap or a smell worth a look.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final, Literal
 
 from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.policy import INTENTS, SCOPES, Policy
-from coachctx.routing import TermMatcher, is_confident
+from coachctx.routing import filed_under, is_confident
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
                    "weak-vocabulary", "missing-language", "no-unmatched-set"]
@@ -56,7 +58,8 @@ class Finding:
 def lint_policy(policy: Policy) -> list[Finding]:
     """Every finding, rule by rule in the order of `RULES`."""
     keys = _term_keys(policy)
-    return [*_exclude_conflicts(policy, keys), *_shared_terms(keys), *_unrequested(policy),
+    lint = _Lint(keys, {intent: _Stemmed(ks) for intent, ks in keys.items()}, _Nested(keys))
+    return [*_exclude_conflicts(policy, lint), *_shared_terms(lint), *_unrequested(policy),
             *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
             *_no_unmatched_set(policy)]
 
@@ -101,65 +104,118 @@ class _Key:
 
 
 def _term_keys(policy: Policy) -> dict[str, list[_Key]]:
-    """Each intent's terms as routing matches them, compiled per language by `TermMatcher`."""
+    """Each intent's terms as routing matches them (`routing.filed_under`)."""
     out: dict[str, list[_Key]] = {}
     for intent, by_language in policy.vocabulary.items():
         keys = out.setdefault(intent, [])
         for language, terms in by_language.items():
             for term, weight in terms.items():
-                m = TermMatcher.compile({intent: {language: {term: weight}}})
-                keys += [_Key(intent, language, term, weight, f"stemmed:{algorithm}", phrase)
-                         for algorithm, phrases in m.stemmed.items() for phrase in phrases]
-                keys += [_Key(intent, language, term, weight, "substring", (key,)) for key, _ in m.substrings]
-                keys += [_Key(intent, language, term, weight, "prefix", (key,)) for key, _ in m.prefixes]
+                keys += [_Key(intent, language, term, weight, f"stemmed:{algorithm}" if kind == "stemmed" else kind,
+                              key) for kind, algorithm, key in dict.fromkeys(filed_under(term, language))]
     return out
 
 
-def _pairs(a: list[_Key], b: list[_Key], *, covering: bool) -> list[tuple[_Key, _Key]]:
-    """Every (x, y) with x in `a`, y in `b` that are the same (or, `covering`, one covers the other),
-    in `a`'s then `b`'s order. Stemmed phrases are looked up by their sub-phrases rather than
-    compared pair by pair, so a policy of thousands of terms lints in well under a second."""
+class _Nested:
+    """For every substring (Han/Kana) and prefix (Hangul) key, the keys of the same mode that it
+    contains or is contained in, found by looking up each key's own substrings (prefixes) in one
+    index of every key: comparing every key with every other is quadratic, and 20,000 Han terms
+    took 50 s to lint that way."""
+
+    def __init__(self, keys: Mapping[str, list[_Key]]) -> None:
+        by_match: dict[tuple[str, str], list[int]] = {}
+        self.keys: list[_Key] = [k for ks in keys.values() for k in ks if not k.mode.startswith("stemmed:")]
+        for n, k in enumerate(self.keys):
+            by_match.setdefault((k.mode, k.match[0]), []).append(n)
+        self.related: dict[int, set[int]] = {n: set() for n in range(len(self.keys))}
+        """key number -> every other key number it is the same as, contains or is contained in"""
+        for n, k in enumerate(self.keys):
+            text = k.match[0]
+            parts = ({text[i:j] for i in range(len(text)) for j in range(i + 1, len(text) + 1)}
+                     if k.mode == "substring" else {text[:j] for j in range(1, len(text) + 1)})
+            for part in parts:
+                for m in by_match.get((k.mode, part), ()):
+                    if m != n:
+                        self.related[n].add(m)
+                        self.related[m].add(n)
+        self.number = {id(k): n for n, k in enumerate(self.keys)}
+
+
+class _Stemmed:
+    """One intent's stemmed keys indexed by phrase and by every part of a phrase, built once."""
+
+    def __init__(self, keys: list[_Key]) -> None:
+        self.by_match: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        self.by_part: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        self.number: dict[int, int] = {}
+        for j, y in enumerate(keys):
+            if y.mode.startswith("stemmed:"):
+                self.by_match.setdefault((y.mode, y.match), []).append(j)
+                for part in _sub_phrases(y.match):
+                    self.by_part.setdefault((y.mode, part), []).append(j)
+            else:
+                self.number[id(y)] = j
+
+
+def _pairs(a: list[_Key], b: list[_Key], index: _Stemmed, *, covering: bool,
+           nested: _Nested) -> Iterator[tuple[_Key, _Key]]:
+    """Every (x, y) with x in `a`, y in `b` (indexed by `index`) that are the same (or, `covering`,
+    one covers the other), in `a`'s then `b`'s order, lazily: a reader that needs a few stops
+    early. Stemmed phrases are looked up by their sub-phrases, substrings and prefixes in `nested`,
+    rather than compared pair by pair, so a policy at the term limit lints in about a second."""
     wanted = ("same", "covers") if covering else ("same",)
-    by_match: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-    by_part: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-    unstemmed: dict[str, list[int]] = {}
-    for j, y in enumerate(b):
-        if y.mode.startswith("stemmed:"):
-            by_match.setdefault((y.mode, y.match), []).append(j)
-            for part in _sub_phrases(y.match):
-                by_part.setdefault((y.mode, part), []).append(j)
-        else:
-            unstemmed.setdefault(y.mode, []).append(j)
-    out: list[tuple[_Key, _Key]] = []
     for x in a:
         if x.mode.startswith("stemmed:"):
-            found = set(by_match.get((x.mode, x.match), ()))
+            found = set(index.by_match.get((x.mode, x.match), ()))
             if covering:
-                found.update(by_part.get((x.mode, x.match), ()))  # y contains x
+                found.update(index.by_part.get((x.mode, x.match), ()))  # y contains x
                 for part in _sub_phrases(x.match):  # x contains y
-                    found.update(by_match.get((x.mode, part), ()))
+                    found.update(index.by_match.get((x.mode, part), ()))
         else:
-            found = {j for j in unstemmed.get(x.mode, ()) if x.relation(b[j]) in wanted}
-        out += [(x, b[j]) for j in sorted(found)]
-    return out
+            found = set()
+            for m in nested.related.get(nested.number.get(id(x), -1), ()):
+                j = index.number.get(id(nested.keys[m]))
+                if j is not None and x.relation(b[j]) in wanted:
+                    found.add(j)
+        for j in sorted(found):
+            yield x, b[j]
 
 
-def _sub_phrases(phrase: tuple[str, ...]) -> set[tuple[str, ...]]:
+@lru_cache(maxsize=100_000)
+def _sub_phrases(phrase: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
     """Every contiguous part of `phrase`, itself included."""
     n = len(phrase)
-    return {phrase[i:k] for i in range(n) for k in range(i + 1, n + 1)}
+    return frozenset(phrase[i:k] for i in range(n) for k in range(i + 1, n + 1))
 
 
 # --- the rules ---------------------------------------------------------------------------------
 
 
-def _exclude_conflicts(policy: Policy, keys: Mapping[str, list[_Key]]) -> Iterable[Finding]:
+@dataclass(frozen=True)
+class _Lint:
+    keys: Mapping[str, list[_Key]]
+    stemmed: Mapping[str, _Stemmed]
+    nested: _Nested
+
+    def pairs(self, a: str, b: str, *, covering: bool) -> Iterator[tuple[_Key, _Key]]:
+        return _pairs(self.keys.get(a, []), self.keys.get(b, []), self.stemmed.get(b) or _Stemmed([]),
+                      covering=covering, nested=self.nested)
+
+
+MAX_SHARED_TERM_FINDINGS: Final = 200
+"""Two intents can share thousands of terms (accent variants of one word); past this many, one
+finding says the rest were not listed, instead of a listing that takes longer than the check."""
+
+
+def _exclude_conflicts(policy: Policy, lint: _Lint) -> Iterable[Finding]:
+    pairs: dict[tuple[str, str], list[tuple[_Key, _Key]]] = {}
     for intent in INTENTS:
         for i, fragment in enumerate(policy.intent(intent).exclude):
             for other in INTENTS:
                 if other == intent or fragment not in policy.intent(other).primary:
                     continue
-                shared = _pairs(keys.get(intent, []), keys.get(other, []), covering=True)
+                if (intent, other) not in pairs:  # four are shown, a fifth says there are more
+                    pairs[(intent, other)] = list(itertools.islice(lint.pairs(intent, other, covering=True), 5))
+                shared = pairs[(intent, other)]
                 if not shared:
                     continue
                 words = ", ".join(f"{x.language} {x.term!r}" + (f"/{y.term!r}" if y.term != x.term else "")
@@ -170,14 +226,19 @@ def _exclude_conflicts(policy: Policy, keys: Mapping[str, list[_Key]]) -> Iterab
                                f"{intent} and lose the {other} signal")
 
 
-def _shared_terms(keys: Mapping[str, list[_Key]]) -> Iterable[Finding]:
+def _shared_terms(lint: _Lint) -> Iterable[Finding]:
     seen: set[tuple[str, str, str, str]] = set()
     for i, intent in enumerate(INTENTS):
         for other in INTENTS[i + 1:]:
-            for x, y in _pairs(keys.get(intent, []), keys.get(other, []), covering=False):
+            for x, y in lint.pairs(intent, other, covering=False):
                 pair = (x.intent, x.term, y.intent, y.term)
                 if pair in seen:
                     continue
+                if len(seen) == MAX_SHARED_TERM_FINDINGS:
+                    yield _finding("shared-term", "vocabulary",
+                                   f"more terms are shared between intents than the {MAX_SHARED_TERM_FINDINGS} "
+                                   "listed; fix these and check again")
+                    return
                 seen.add(pair)
                 same_word = "" if x.term == y.term else f" ({y.term!r} matches the same words)"
                 yield _finding("shared-term", f"vocabulary.{other}.{y.language}.{y.term}",

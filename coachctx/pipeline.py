@@ -21,7 +21,7 @@ from coachctx.errors import InputError
 from coachctx.fragments import BY_NAME
 from coachctx.modifiers import ApplyScope
 from coachctx.plan import Plan
-from coachctx.policy import SCOPES, Policy
+from coachctx.policy import MAX_BUDGET, SCOPES, Policy
 from coachctx.prompt import build_naive_prompt, build_prompt, system_block
 from coachctx.routing import Classifier, Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.selection import Named, lookup
@@ -53,8 +53,8 @@ def check_question(question: str) -> str:
 
 def resolve_budget(policy: Policy, tier: str, budget: int | None) -> int:
     if budget is not None:
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise InputError(f"budget must be a whole number >= 0, got {budget!r}")
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
+            raise InputError(f"budget must be a whole number from 0 to {MAX_BUDGET}, got {budget!r}")
         return budget
     if tier not in policy.tiers:
         raise InputError(f"unknown tier {tier!r}; the policy defines: {', '.join(policy.tiers)}")

@@ -11,7 +11,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
+import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -28,6 +31,8 @@ from pydantic import (
 
 from coachctx.errors import PolicyError
 from coachctx.fragments import FRAGMENT_NAMES
+from coachctx.reading import ReadError, control_character, printable, read_text
+from coachctx.text import fold_accents
 
 _T = TypeVar("_T")
 
@@ -35,6 +40,27 @@ DEFAULT_POLICY_PATH: Final = Path(__file__).resolve().parent.parent / "policy" /
 MAX_POLICY_BYTES: Final = 512 * 1024
 MAX_YAML_DEPTH: Final = 24
 MAX_YAML_ALIASES: Final = 64
+MAX_YAML_NODES: Final = 100_000
+"""Scalars and collections after every alias is expanded: the default policy has about 19,000,
+and a document that expands past this limit is refused before anything is built from it."""
+MAX_YAML_INT_DIGITS: Final = 100
+"""Far past any range a policy allows, so pydantic still names the range; Python itself gives up at 4,300."""
+MAX_TERMS: Final = 22_000
+"""Terms in all term lists together (the default policy has about 18,100)."""
+_PHRASE_WORDS: Final = 6
+"""`routing.MAX_PHRASE_WORDS`: the words of a term that routing files (and matches)."""
+MAX_TERM_WORK: Final = 70_000
+"""Matching work of all terms together: each term counts its phrase keys (a word written with
+accents is filed twice, so a phrase of six such words 64 times) times the parts of its phrase
+that lint compares (21 for six words). The default policy needs about 49,000; with `MAX_TERMS`
+this keeps the worst accepted policy checking in under 2 s."""
+MAX_UNSPACED_TERM_CHARS: Final = 16
+"""Japanese, Chinese and Korean terms match as substrings or prefixes, and lint compares every
+part of each with every other term: 16 characters is a long phrase in those scripts (the default's
+longest is 9)."""
+MAX_BUDGET: Final = 1_000_000
+"""The largest token budget: a tier's or a custom one."""
+MAX_ROUTING_VALUE: Final = 10_000.0
 
 INTENTS: Final[tuple[str, ...]] = ("training", "injury", "recovery", "nutrition", "conditions", "general")
 SCOPES: Final[tuple[str, ...]] = ("today", "week", "months")
@@ -57,11 +83,12 @@ FragmentName = Literal[
 ]
 Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
                    "hi", "id", "vi", "ja", "zh", "ko"]
-Term = Annotated[str, Field(min_length=1, max_length=80)]
+Term = Annotated[str, Field(strict=True, min_length=1, max_length=80)]
 EXACT_MARK: Final = "="
 """A term written `=allenamento` matches those words as written (accents folded), not their stem:
 for a word whose stem is an everyday word elsewhere (Italian "allenamento" stems to German "allen")."""
-Weight = Annotated[float, Field(gt=0, le=100)]
+Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=100)]
+"""Strict: an unquoted `yes`/`on` is a boolean in YAML, never the weight 1."""
 
 assert set(FragmentName.__args__) == set(FRAGMENT_NAMES)  # type: ignore[attr-defined]
 
@@ -85,7 +112,7 @@ class IntentPolicy(_Strict):
     primary: list[FragmentName]
     secondary: list[FragmentName] = []
     exclude: list[FragmentName] = []
-    max_words: Annotated[int, Field(gt=0, le=2000)]
+    max_words: Annotated[int, Field(strict=True, gt=0, le=2000)]
 
     @field_validator("primary", "secondary", "exclude")
     @classmethod
@@ -129,8 +156,8 @@ class UnmatchedPolicy(_Strict):
 
 
 class Routing(_Strict):
-    confident_threshold: Annotated[float, Field(ge=0)] = 1.0
-    margin: Annotated[float, Field(ge=0)] = 1.0
+    confident_threshold: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_ROUTING_VALUE)] = 1.0
+    margin: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_ROUTING_VALUE)] = 1.0
 
 
 class Modifier(_Strict):
@@ -138,9 +165,20 @@ class Modifier(_Strict):
 
     action: Literal["promote", "demote", "drop"]
     fragment: FragmentName
-    reason: Annotated[str, Field(min_length=3, max_length=300)]
+    reason: Annotated[str, Field(strict=True, min_length=3, max_length=300)]
     intents: list[IntentName] | None = None
     """Only for these intents (routed intent or any contender); all intents when absent."""
+
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        bad = control_character(value)
+        if bad is not None:
+            # the reason travels into the Decision, the CLI's table and the app verbatim
+            raise ValueError(f"the reason holds the control character {bad}; write it on one line, as plain text")
+        if not value.strip():
+            raise ValueError("the reason is only whitespace")
+        return value
 
 
 class ScopePolicy(_Strict):
@@ -149,11 +187,18 @@ class ScopePolicy(_Strict):
 
     @model_validator(mode="after")
     def _one_action_per_fragment(self) -> ScopePolicy:
-        seen: dict[str, str] = {}
+        # Two modifiers on one fragment whose intents overlap (no `intents` = every intent) would
+        # be applied in list order, so the file's order would decide: refused whichever comes first.
+        seen: dict[str, list[Modifier]] = {}
         for m in self.modifiers:
-            if m.fragment in seen and m.intents is None:
-                raise ValueError(f"{m.fragment!r} has two actions ({seen[m.fragment]} and {m.action})")
-            seen[m.fragment] = m.action
+            mine = set(m.intents) if m.intents is not None else set(INTENTS)
+            for earlier in seen.get(m.fragment, []):
+                theirs = set(earlier.intents) if earlier.intents is not None else set(INTENTS)
+                both = [i for i in INTENTS if i in mine & theirs]
+                if both:
+                    raise ValueError(f"{m.fragment!r} has two actions ({earlier.action} and {m.action}) for "
+                                     f"{', '.join(both) if len(both) < len(INTENTS) else 'every intent'}")
+            seen.setdefault(m.fragment, []).append(m)
         return self
 
 
@@ -161,7 +206,8 @@ class Policy(_Strict):
     """The whole policy document. All six intents must be present."""
 
     routing: Routing = Routing()
-    tiers: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")], Annotated[int, Field(ge=0, le=1_000_000)]]
+    tiers: dict[Annotated[str, Field(strict=True, pattern=r"^[a-z][a-z0-9_-]{0,31}$")],
+                Annotated[int, Field(strict=True, ge=0, le=MAX_BUDGET)]]
     intents: dict[IntentName, IntentPolicy]
     unmatched: UnmatchedPolicy | None = None
     """The safe set for a question no term matched; without it such a question sees `general`'s."""
@@ -181,14 +227,31 @@ class Policy(_Strict):
             raise ValueError(f"intents: missing intent(s) {', '.join(missing)}")
         if not self.tiers:
             raise ValueError("tiers: at least one tier is needed")
-        for where, language, term in ((w, lang, t) for w, by_language in self.term_lists()
-                                      for lang, terms in by_language.items() for t in terms):
+        work = 0
+        for count, (where, language, term) in enumerate(((w, lang, t) for w, by_language in self.term_lists()
+                                                         for lang, terms in by_language.items() for t in terms), 1):
             exact = term.startswith(EXACT_MARK)
-            if not term.removeprefix(EXACT_MARK).strip():
+            bad = control_character(term)
+            if bad is not None:
+                # clinical terms are quoted in the system prompt: a newline there starts a new line
+                raise ValueError(f"{where}.{language}: the term {term!r} holds the control character {bad}; "
+                                 "a term is plain text on one line")
+            if not _has_words(term.removeprefix(EXACT_MARK)):
                 raise ValueError(f"{where}.{language}: the term {term!r} has no words")
             if exact and LANGUAGES[language] in ("substring", "prefix"):
                 raise ValueError(f"{where}.{language}: {term!r}: exact terms ({EXACT_MARK}word) are for spaced "
                                  f"scripts; {language} terms already match as written")
+            if LANGUAGES[language] in ("substring", "prefix") and len(term) > MAX_UNSPACED_TERM_CHARS:
+                raise ValueError(f"{where}.{language}: the term {term!r} has {len(term)} characters; "
+                                 f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
+            if count > MAX_TERMS:
+                raise ValueError(f"the policy has more than {MAX_TERMS} terms (the limit); split the vocabulary "
+                                 "or drop terms that match the same words")
+            work += _term_work(term, language)
+            if work > MAX_TERM_WORK:
+                raise ValueError(f"the terms need more than {MAX_TERM_WORK} units of matching work (the limit; a "
+                                 "phrase of n words costs n(n+1)/2, doubled for each accented word), reached at "
+                                 f"{where}.{language}: {term!r}")
         return self
 
     def term_lists(self) -> list[tuple[str, Mapping[Any, Iterable[str]]]]:
@@ -218,6 +281,30 @@ class Policy(_Strict):
         if key not in self._derived:
             self._derived[key] = build(self)
         return self._derived[key]  # type: ignore[no-any-return]
+
+
+def _has_words(text: str) -> bool:
+    """Letters or digits, not only spaces, punctuation or invisible characters."""
+    return any(ch.isalnum() for ch in text)
+
+
+_WORDS: Final = re.compile(r"[^\W_]+")
+
+
+def _term_work(term: str, language: str) -> int:
+    """The phrase keys `routing.TermMatcher` files a term under (each word of a spaced script
+    under its stem and, when it has accents, under its accent-folded stem too), times the parts
+    of the phrase `lint` compares. Counted on words as a regex splits them: close to the
+    tokeniser, and cheap enough to run on every term of every policy loaded."""
+    if LANGUAGES[language] in ("substring", "prefix"):
+        return 1
+    words = _WORDS.findall(term.casefold())[:_PHRASE_WORDS]
+    keys = 1
+    if LANGUAGES[language] != "russian" and not term.isascii():
+        for word in words:
+            if not word.isascii() and fold_accents(word) != word:
+                keys *= 2
+    return keys * max(1, len(words) * (len(words) + 1) // 2)
 
 
 def policy_digest(policy: Policy) -> str:
@@ -258,26 +345,69 @@ class _NoDuplicateKeys:
         return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
 
 
-class _GuardedLoader(_NoDuplicateKeys, yaml.SafeLoader):
-    """SafeLoader that refuses deep nesting and alias bombs before anything is built."""
+@dataclass(frozen=True)
+class YamlLimits:
+    """What a YAML document may cost before anything is built from it."""
 
-    def __init__(self, stream: str) -> None:
+    max_bytes: int = MAX_POLICY_BYTES
+    max_depth: int = MAX_YAML_DEPTH
+    max_aliases: int = MAX_YAML_ALIASES
+    max_nodes: int = MAX_YAML_NODES
+    """Scalars and collections with every alias expanded: 57 aliases can stand for 885 MB."""
+
+
+POLICY_YAML: Final = YamlLimits()
+
+
+def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """Python refuses to turn more than 4,300 digits into an int, with a ValueError no YAML
+    handler expects; no number in a policy or a question set needs more than `MAX_YAML_INT_DIGITS`."""
+    digits = sum(ch.isdigit() for ch in str(node.value))
+    if digits > MAX_YAML_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a number of {digits} digits; the limit is {MAX_YAML_INT_DIGITS}", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+class _GuardedLoader(_NoDuplicateKeys, yaml.SafeLoader):
+    """SafeLoader that refuses deep nesting, alias bombs and documents that expand past a node
+    count before anything is built."""
+
+    def __init__(self, stream: str, limits: YamlLimits = POLICY_YAML) -> None:
         super().__init__(stream)
+        self._limits = limits
         self._depth = 0
         self._aliases = 0
+        self._nodes = 0
+        self._expanded: dict[int, int] = {}
+        """id(node) -> its size with aliases expanded, for the aliases that point at it."""
+
+    def _count(self, n: int) -> None:
+        self._nodes += n
+        if self._nodes > self._limits.max_nodes:
+            mark = self.peek_event().start_mark if self.check_event() else None
+            line = f" (line {mark.line + 1})" if mark is not None else ""
+            raise yaml.YAMLError(f"expands to more than {self._limits.max_nodes} nodes{line}")
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
-            if self._aliases > MAX_YAML_ALIASES:
+            if self._aliases > self._limits.max_aliases:
                 mark = self.peek_event().start_mark
-                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (line {mark.line + 1})")
+                raise yaml.YAMLError(f"more than {self._limits.max_aliases} aliases (line {mark.line + 1})")
+            node = super().compose_node(parent, index)
+            self._count(self._expanded.get(id(node), 1))
+            return node
         self._depth += 1
         try:
-            if self._depth > MAX_YAML_DEPTH:
+            if self._depth > self._limits.max_depth:
                 mark = self.peek_event().start_mark
-                raise yaml.YAMLError(f"nested deeper than {MAX_YAML_DEPTH} levels (line {mark.line + 1})")
-            return super().compose_node(parent, index)
+                raise yaml.YAMLError(f"nested deeper than {self._limits.max_depth} levels (line {mark.line + 1})")
+            before = self._nodes
+            self._count(1)
+            node = super().compose_node(parent, index)
+            self._expanded[id(node)] = self._nodes - before
+            return node
         finally:
             self._depth -= 1
 
@@ -292,21 +422,35 @@ class _FastLoader(_NoDuplicateKeys, _CBase):  # type: ignore[misc,valid-type]
     event stream, and falls back to `_GuardedLoader` (whose messages the tests pin) on any error."""
 
 
-def _within_limits(text: str) -> bool:
-    """Depth and alias limits on libyaml's event stream, before anything is built."""
-    depth = aliases = 0
+def _within_limits(text: str, limits: YamlLimits) -> bool:
+    """Depth, alias and expanded-size limits on libyaml's event stream, before anything is built."""
+    depth = aliases = nodes = 0
+    anchored: dict[str, int] = {}
+    opened: list[tuple[str | None, int]] = []
     for event in yaml.parse(text, Loader=_CBase):
         if isinstance(event, yaml.AliasEvent):
             aliases += 1
-            if aliases > MAX_YAML_ALIASES or depth + 1 > MAX_YAML_DEPTH:
+            nodes += anchored.get(event.anchor or "", 1)
+            if aliases > limits.max_aliases or depth + 1 > limits.max_depth:
                 return False
         elif isinstance(event, yaml.CollectionStartEvent):
             depth += 1
-            if depth > MAX_YAML_DEPTH:
+            opened.append((event.anchor, nodes))
+            nodes += 1
+            if depth > limits.max_depth:
                 return False
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
-        elif isinstance(event, yaml.ScalarEvent) and depth + 1 > MAX_YAML_DEPTH:
+            anchor, before = opened.pop()
+            if anchor is not None:
+                anchored[anchor] = nodes - before
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor is not None:
+                anchored[event.anchor] = 1
+            if depth + 1 > limits.max_depth:
+                return False
+        if nodes > limits.max_nodes:
             return False
     return True
 
@@ -321,15 +465,35 @@ def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
 for _tag in ("binary", "set", "omap", "pairs"):
     _GuardedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
     _FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+def _checked(tag: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """PyYAML's scalar constructors raise ValueError, KeyError or AttributeError for a value that
+    does not fit its tag (`2024-13-45`, `!!int abc`, `!!bool maybe`): a YAML error on its line instead."""
+
+    def construct_checked(loader: Any, node: Any) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as e:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{_short(node.value)} is not a valid {tag} ({type(e).__name__})", node.start_mark) from e
+
+    return construct_checked
 
 
-def _fast_load(text: str) -> tuple[bool, Any]:
+for _loader in (_GuardedLoader, _FastLoader):
+    _loader.add_constructor("tag:yaml.org,2002:int", _checked("int", _bounded_int))
+    for _name, _construct in (("float", yaml.SafeLoader.construct_yaml_float),
+                              ("bool", yaml.SafeLoader.construct_yaml_bool),
+                              ("timestamp", yaml.SafeLoader.construct_yaml_timestamp)):
+        _loader.add_constructor(f"tag:yaml.org,2002:{_name}", _checked(_name, _construct))
+
+
+def _fast_load(text: str, limits: YamlLimits) -> tuple[bool, Any]:
     """(True, data) when libyaml reads the document within the limits; (False, None) otherwise,
     so the pure-Python loader can say exactly what is wrong."""
     if _CBase is yaml.SafeLoader:
         return False, None
     try:
-        if not _within_limits(text):
+        if not _within_limits(text, limits):
             return False, None
         loader = _FastLoader(text)
         try:
@@ -341,34 +505,23 @@ def _fast_load(text: str) -> tuple[bool, Any]:
 
 
 def read_policy_text(path: str | Path) -> str:
-    p = Path(path)
+    """The file's text: a regular file of at most `MAX_POLICY_BYTES`, strict UTF-8."""
     try:
-        size = p.stat().st_size
-        if size > MAX_POLICY_BYTES:
-            raise PolicyError(str(p), [("", f"file is {size} bytes; the limit is {MAX_POLICY_BYTES}")])
-        return p.read_text(encoding="utf-8")
-    except PolicyError:
-        raise
-    except FileNotFoundError as e:
-        raise PolicyError(str(p), [("", "no such file")]) from e
-    except IsADirectoryError as e:
-        raise PolicyError(str(p), [("", "is a directory, expected a YAML file")]) from e
-    except UnicodeDecodeError as e:
-        line = e.object[: e.start].count(b"\n") + 1
-        raise PolicyError(str(p), [(f"line {line}", f"not UTF-8 text (byte {e.start})")]) from e
-    except OSError as e:
-        raise PolicyError(str(p), [("", f"cannot read: {e.strerror}")]) from e
+        return read_text(path, MAX_POLICY_BYTES, expected="a YAML file")
+    except ReadError as e:
+        raise PolicyError(e.source, [(e.where, e.problem)]) from e
 
 
-def parse_yaml(text: str, source: str = "<draft>") -> Any:
-    """`yaml.safe_load` with size, depth and alias limits; tags that build objects are refused."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_POLICY_BYTES:
-        raise PolicyError(source, [("", f"document is larger than {MAX_POLICY_BYTES} bytes")])
-    done, data = _fast_load(text)
+def parse_yaml(text: str, source: str = "<draft>", limits: YamlLimits = POLICY_YAML) -> Any:
+    """`yaml.safe_load` with size, depth, alias and expanded-size limits; tags that build
+    objects are refused."""
+    if len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
+        raise PolicyError(source, [("", f"document is larger than {limits.max_bytes} bytes")])
+    done, data = _fast_load(text, limits)
     if done:
         return data
     try:
-        loader = _GuardedLoader(text)
+        loader = _GuardedLoader(text, limits)
         try:
             return loader.get_single_data()
         finally:
@@ -442,7 +595,9 @@ def format_path(loc: Sequence[Any]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            # a key is data: 400 kB of it, or a newline in it, must not become the error's path
+            text = printable(str(part))
+            out += ("." if out else "") + (text if len(text) <= 60 else text[:57] + "...")
     return out
 
 
@@ -454,6 +609,8 @@ def _kind(expected: Sequence[str]) -> str:
 
 
 def _did_you_mean(value: Any, options: Sequence[str]) -> str:
+    if not isinstance(value, str) or len(value) > 100:
+        return ""
     close = difflib.get_close_matches(str(value), list(options), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -483,6 +640,10 @@ def _describe(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     path, message = _describe_error(err, data)
     if err["loc"] and err["loc"][-1] == "[key]" and isinstance(err.get("input"), bool):
         message += " (YAML reads an unquoted yes/no/on/off as true/false: quote the key, e.g. 'no')"
+    elif isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
+        message += " (YAML reads an unquoted yes/no/on/off/true/false as a boolean, not a number)"
+    elif isinstance(err.get("input"), str) and err["type"] in ("int_type", "float_type"):
+        message += " (a number is written without quotes)"
     return path, message
 
 
@@ -501,17 +662,17 @@ def _describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         known = list(model.model_fields) if model else []
-        return path, f"unknown key {loc[-1]!r}{_did_you_mean(loc[-1], known)}" + (
+        return path, f"unknown key {_short(loc[-1])}{_did_you_mean(loc[-1], known)}" + (
             f"; allowed: {', '.join(known)}" if known else "")
     if kind == "literal_error":
         expected = [s.strip().strip("'") for s in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
         expected = [e for e in expected if e]
         what = _kind(expected)
-        return path, f"unknown {what} {value!r}{_did_you_mean(value, expected)}"
+        return path, f"unknown {what} {_short(value)}{_did_you_mean(value, expected)}"
     if kind == "missing":
         return path, "required key is missing"
     if kind in ("greater_than", "greater_than_equal", "less_than_equal", "less_than"):
-        return path, f"{err['msg'].lower()}, got {value!r}"
+        return path, f"{err['msg'].lower()}, got {_short(value)}"
     if kind == "value_error":
         msg = str(ctx.get("error", err["msg"]))
         return path, msg
@@ -520,6 +681,11 @@ def _describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     return path, f"{err['msg']}, got {_short(value)}"
 
 
+_REPR: Final = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 50, 50
+
+
 def _short(value: Any) -> str:
-    text = repr(value)
+    # reprlib never builds the whole repr: a value YAML aliases made huge stays a short line
+    text = _REPR.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

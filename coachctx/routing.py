@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final, Literal
 
 from rapidfuzz import process
@@ -70,6 +71,25 @@ def term_matching(term: str, language: str) -> tuple[str, str]:
     return term, mode
 
 
+Filed = tuple[Literal["substring", "prefix", "stemmed"], str, tuple[str, ...]]
+"""How a term is matched, under which algorithm (a stemmer, `word` or `prefix`), and the key."""
+
+
+@lru_cache(maxsize=100_000)
+def filed_under(term: str, language: str) -> tuple[Filed, ...]:
+    """The keys `TermMatcher` files a term under: its text for a substring, its word for a
+    prefix, and every accent variant of its stemmed phrase otherwise."""
+    text, mode = term_matching(term, language)
+    words = tokenise(text)
+    if mode == "substring":
+        key = words.unspaced or words.text.strip()
+        return (("substring", mode, (key,)),) if key else ()
+    if mode == "prefix" and len(words.words) == 1:
+        return (("prefix", mode, (words.words[0],)),)
+    return tuple(("stemmed", mode, phrase) for phrase in itertools.product(*(sorted(_keys(w, mode))
+                                                                             for w in words.words[:MAX_PHRASE_WORDS])))
+
+
 @dataclass(frozen=True)
 class TermMatcher:
     """Matches terms per language: stemmed token sequences for spaced scripts, substrings for
@@ -106,20 +126,17 @@ class TermMatcher:
             for language, terms in by_language.items():
                 for term, weight in terms.items():
                     entry = _Term(label, term, float(weight))
-                    text, mode = term_matching(term, language)
-                    words = tokenise(text)
-                    if mode == "substring":
-                        key = words.unspaced or words.text.strip()
-                        if key:
-                            substrings.append((key, entry))
-                    elif mode == "prefix" and len(words.words) == 1:
-                        prefixes.append((words.words[0], entry))
-                    elif words.words:
-                        if len(words.words) == 1 and fuzzy_distance(words.words[0]) and words.words[0].isalpha():
-                            fuzzy.setdefault(words.words[0], []).append(entry)
-                        algorithm = mode if mode != "prefix" else "prefix"
-                        for phrase in itertools.product(*(sorted(_keys(w, algorithm))
-                                                          for w in words.words[:MAX_PHRASE_WORDS])):
+                    filed = filed_under(term, language)
+                    if filed and filed[0][0] == "stemmed" and len(filed[0][2]) == 1:
+                        word = tokenise(term_matching(term, language)[0]).words[0]
+                        if fuzzy_distance(word) and word.isalpha():
+                            fuzzy.setdefault(word, []).append(entry)
+                    for kind, algorithm, phrase in filed:
+                        if kind == "substring":
+                            substrings.append((phrase[0], entry))
+                        elif kind == "prefix":
+                            prefixes.append((phrase[0], entry))
+                        else:
                             bucket = stemmed.setdefault(algorithm, {}).setdefault(phrase, [])
                             # "train" and "training" stem alike: one intent scores one stem once
                             same = [i for i, e in enumerate(bucket) if e.label == label]

@@ -8,7 +8,7 @@ for this athlete") is `never_computed`. Conditions are per city and fetched once
 
 from __future__ import annotations
 
-import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, Protocol
 
 from coachctx.errors import InputError
 from coachctx.fragments import SERVICES, ServiceName
+from coachctx.reading import parse_json, printable, read_bytes
 
 SAMPLE_ATHLETES_DIR: Final = Path(__file__).resolve().parent.parent / "sample_athletes"
 MAX_FIXTURE_BYTES: Final = 2 * 1024 * 1024
@@ -178,11 +179,16 @@ def fetch_bundle(upstream: Upstream, athlete: str, cache: ConditionsCache | None
 # --- fixtures --------------------------------------------------------------------------------
 
 
+ATHLETE_ID: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+"""An athlete is an id, never a path: `../x`, `/etc/x` or `a/b` can only name a file elsewhere."""
+
+
 class FixtureUpstream:
     """Serves `sample_athletes/`: `<athlete>.json` for account/baselines/readiness and
     `conditions.json` for cities. A fixture entry is `{"status", "body", "latency_ms"}` or
     `{"fault": "timeout" | "connection_error" | "exception"}`; a service missing from an
-    athlete's file answers 404."""
+    athlete's file answers 404. Files are read with `reading.read_bytes` and `parse_json`, so a
+    FIFO, a huge file or a file that is not JSON is an `InputError` naming it."""
 
     def __init__(self, root: str | Path = SAMPLE_ATHLETES_DIR) -> None:
         self.root = Path(root)
@@ -190,44 +196,70 @@ class FixtureUpstream:
         self._files: dict[str, Any] = {}
 
     def athletes(self) -> list[str]:
-        return sorted(p.stem for p in self.root.glob("*.json") if p.stem != "conditions")
+        return sorted(p.stem for p in self.root.glob("*.json") if p.stem != "conditions" and ATHLETE_ID.match(p.stem))
 
     def describe(self, athlete: str) -> str:
-        return str(self._athlete(athlete).get("description", ""))
+        return printable(" ".join(str(self._athlete(athlete).get("description", "")).split()))
 
     def _read(self, name: str) -> Any:
         if name not in self._files:
             path = self.root / f"{name}.json"
-            if path.stat().st_size > MAX_FIXTURE_BYTES:
-                raise ValueError(f"{path} is larger than {MAX_FIXTURE_BYTES} bytes")
-            self._files[name] = json.loads(path.read_text(encoding="utf-8"))
+            self._files[name] = parse_json(read_bytes(path, MAX_FIXTURE_BYTES, expected="a fixture JSON file"),
+                                           str(path))
         return self._files[name]
 
+    def check(self, athlete: str) -> None:
+        """InputError unless `athlete` is the id of a sample athlete; the message lists them."""
+        if not self.has(athlete):
+            known = ", ".join(self.athletes()) or f"none (no fixtures in {self.root})"
+            shown = printable(athlete if isinstance(athlete, str) else str(athlete))
+            shown = repr(shown if len(shown) <= 64 else shown[:61] + "...")
+            if isinstance(athlete, str) and ATHLETE_ID.match(athlete):
+                raise InputError(f"unknown athlete {shown}; sample athletes are: {known}")
+            raise InputError(f"athlete {shown} is not an athlete id (lower-case letters, digits, '-' and '_'; "
+                             f"never a path); sample athletes are: {known}")
+        if not isinstance(self._read(athlete), Mapping):  # a broken fixture is refused here, naming the file
+            raise InputError(f"{self.root / athlete}.json: expected an object")
+
     def _athlete(self, athlete: str) -> Mapping[str, Any]:
-        if athlete == "conditions" or not (self.root / f"{athlete}.json").is_file():
-            known = ", ".join(self.athletes())
-            raise InputError(f"unknown athlete {athlete!r}; sample athletes are: {known}")
+        self.check(athlete)
         data = self._read(athlete)
         if not isinstance(data, Mapping):
             raise InputError(f"{self.root / athlete}.json: expected an object")
         return data
 
     def has(self, athlete: str) -> bool:
-        return athlete != "conditions" and (self.root / f"{athlete}.json").is_file()
+        return (isinstance(athlete, str) and athlete != "conditions" and ATHLETE_ID.match(athlete) is not None
+                and (self.root / f"{athlete}.json").is_file())
 
     def call(self, service: ServiceName, key: str) -> Response:
         self.calls.append((service, key))
         if service == "conditions":
-            entry = (self._read("conditions").get("cities") or {}).get(key)
+            cities = self._read("conditions")
+            cities = cities.get("cities") if isinstance(cities, Mapping) else None
+            entry = cities.get(key) if isinstance(cities, Mapping) else None
         else:
-            entry = (self._athlete(key).get("services") or {}).get(service)
+            services = self._athlete(key).get("services")
+            entry = services.get(service) if isinstance(services, Mapping) else None
         if entry is None:
             return Response(404, {"error": "not_found", "message": f"no {service} record for {key}"})
+        if not isinstance(entry, Mapping):
+            raise InputError(f"fixture for {service} ({key}): expected an object, got {type(entry).__name__}")
         fault = entry.get("fault")
         if fault == "timeout":
-            raise ServiceTimeout(f"no answer after {entry.get('after_ms', 2000)} ms")
+            raise ServiceTimeout(f"no answer after {_whole(entry.get('after_ms', 2000), 'after_ms', 0, 600_000)} ms")
         if fault == "connection_error":
             raise ConnectionError("connection refused")
         if fault is not None:
-            raise RuntimeError(f"simulated fault {fault!r}")
-        return Response(int(entry.get("status", 200)), entry.get("body"), entry.get("latency_ms"))
+            raise RuntimeError(f"simulated fault {str(fault)[:40]!r}")
+        latency = entry.get("latency_ms")
+        if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float)):
+            raise InputError(f"fixture for {service} ({key}): latency_ms: expected a number, got {latency!r}")
+        return Response(_whole(entry.get("status", 200), "status", 100, 599), entry.get("body"), latency)
+
+
+def _whole(value: Any, what: str, low: int, high: int) -> int:
+    """A fixture's number: JSON `true` is not 1, and a status must be an HTTP status."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputError(f"fixture {what}: expected a whole number from {low} to {high}, got {value!r}")
+    return value

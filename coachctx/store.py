@@ -42,6 +42,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.policy import Policy, load_policy, parse_policy
+from coachctx.reading import control_character, printable
 
 STORE_ENV: Final = "COACHCTX_STORE"
 DEFAULT_STORE_FILE: Final = Path("~/.coachctx/policies.sqlite")
@@ -49,8 +50,11 @@ LABEL_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MAX_MESSAGE_CHARS: Final = 500
 MAX_AUTHOR_CHARS: Final = 100
 HEADER_PREFIX: Final = "# coachctx policy version "
-_HEADER = re.compile(r"^# coachctx policy version (\d+)\b[^\n]*\n?")
+_HEADER = re.compile(r"^# coachctx policy version (\d{1,9})\b[^\n]*\n?")
+"""At most nine digits, as `resolve` reads them: a longer number is no version and would overflow SQLite."""
 _VERSION_REF = re.compile(r"^v?(\d{1,9})$")
+VERSION_LIKE: Final = re.compile(r"^v\d+$")
+"""`v` and digits, whatever their count: refused as a label even past the digits `resolve` reads."""
 
 
 class StoreError(CoachctxError):
@@ -164,13 +168,21 @@ def _utc(value: datetime) -> datetime:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """Stored text as one printable line: versions saved before control characters were refused
+    may still hold newlines or escape sequences, and must not break a table or a terminal."""
+    return printable(" ".join(text.split()))
 
 
 def check_label(name: str) -> str:
+    """A label's name: lower-case letters, digits, '-' and '_', starting with a letter, and never
+    something `resolve` would read as a version number (`v2` would name version 2, not the label)."""
     if not isinstance(name, str) or not LABEL_PATTERN.match(name):
-        raise StoreError(f"label {name!r} is not valid: use lower-case letters, digits, '-' or '_', "
+        shown = printable(str(name))
+        raise StoreError(f"label {shown[:40]!r} is not valid: use lower-case letters, digits, '-' or '_', "
                          "starting with a letter (e.g. live, draft)")
+    if _VERSION_REF.match(name) or VERSION_LIKE.match(name):
+        raise StoreError(f"label {name!r} is not valid: it reads as a version number (versions are named 3 or "
+                         "v3); choose a name such as live, draft or release-3")
     return name
 
 
@@ -196,7 +208,7 @@ class PolicyStore:
         self.display_url = parsed.render_as_string(hide_password=True)
         self._sqlite = parsed.get_backend_name() == "sqlite"
         if self._sqlite and parsed.database not in (None, "", ":memory:"):
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _check_sqlite_file(Path(parsed.database).expanduser())
         try:
             self.engine: Engine = sa.create_engine(parsed)
         except (SQLAlchemyError, ImportError) as e:
@@ -391,6 +403,24 @@ class PolicyStore:
         return problems
 
 
+ACCEPTED_STORES: Final = ("a SQLite file in an existing directory (a path, or sqlite:///PATH), or a SQLAlchemy URL "
+                          "such as postgresql://user@host/db")
+
+
+def _check_sqlite_file(path: Path) -> None:
+    """Only the per-user default's directory is created; any other path must be in a directory that
+    exists (a typo in --store must not leave a tree of directories behind), and must be a file
+    if it exists (SQLite would block forever on a FIFO)."""
+    default = DEFAULT_STORE_FILE.expanduser()
+    if path == default:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.parent.is_dir():
+        raise StoreError(f"store {path}: the directory {path.parent} does not exist, and coachctx creates no "
+                         f"directories but its default ({default.parent}); use {ACCEPTED_STORES}")
+    if path.exists() and not path.is_file():
+        raise StoreError(f"store {path} is not a regular file; use {ACCEPTED_STORES}")
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
@@ -404,9 +434,14 @@ def _version(row: sa.RowMapping) -> Version:
 
 
 def _check_text(what: str, value: str, limit: int) -> str:
+    """A message or author: one line of plain text. A newline, a tab or an escape sequence would
+    break the history table, the label log and `policy show`'s first line."""
     if not isinstance(value, str) or not value.strip():
         raise StoreError(f"{what} is empty: say {'what changed and why' if what == 'message' else 'who you are'}")
     value = value.strip()
+    bad = control_character(value)
+    if bad is not None:
+        raise StoreError(f"{what} holds the control character {bad}; write it as one line of plain text")
     if len(value) > limit:
         raise StoreError(f"{what} is {len(value)} characters; the limit is {limit}")
     return value
@@ -444,6 +479,10 @@ def resolve_policy(ref: str, store: PolicyStore | str | None = None) -> PolicyRe
     """A policy named by a file path, a version number or a label. A store is opened only when
     the reference is not a file (`store` may be an open store, a URL, or None for the default)."""
     if looks_like_file(ref):
+        if (LABEL_PATTERN.match(ref) or _VERSION_REF.match(ref)) and "/" not in ref and os.sep not in ref:
+            # a file named `live` (or `3`) beside the user would silently win over the store's label
+            raise StoreError(f"{ref!r} names both a file here and a store version or label; write ./{ref} for "
+                             "the file, or move the file away to use the store")
         return PolicyRef(load_policy(ref), ref, None)
     if isinstance(store, PolicyStore):
         version = store.resolve(ref)

@@ -17,7 +17,8 @@ from typing import Any, Final
 from coachctx.decision import Decision
 from coachctx.errors import InputError, TraceError
 from coachctx.pipeline import select
-from coachctx.policy import Policy
+from coachctx.policy import MAX_BUDGET, Policy
+from coachctx.reading import ReadError, control_character, parse_json, read_bytes
 from coachctx.routing import ModelAnswer
 from coachctx.services import Bundle
 
@@ -31,14 +32,31 @@ read back as the number, so a replay sees the payload the decision saw."""
 
 
 def make_trace(decision: Decision, bundle: Bundle, *, cost_mode: str, budget: int | None) -> dict[str, Any]:
-    return {
+    """The trace document. A lone surrogate anywhere (a question typed as bytes that were not
+    UTF-8, a model's broken answer) is written as U+FFFD: a trace is a file read back strictly,
+    like every file coachctx reads, so it holds only valid Unicode."""
+    return _valid_text({
         "format": TRACE_FORMAT,
         "inputs": {"question": decision.question, "athlete": decision.athlete,
                    "scope": decision.scope["requested"], "tier": decision.tier, "budget": budget,
                    "cost_mode": cost_mode},
         "decision": decision.to_json(),
         "bundle": _tag_nonfinite(bundle.to_snapshot()),
-    }
+    })
+
+
+def _valid_text(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in obj) if _has_surrogate(obj) else obj
+    if isinstance(obj, Mapping):
+        return {_valid_text(k): _valid_text(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_valid_text(v) for v in obj]
+    return obj
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
 def _tag_nonfinite(obj: Any) -> Any:
@@ -144,12 +162,14 @@ class Trace:
 
 
 def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
+    """A trace from its JSON (text, or bytes as uploaded): strict JSON (`reading.parse_json`),
+    then the shape replay needs, every input checked as `select()` would take it."""
     if len(text) > MAX_TRACE_BYTES:
         raise TraceError(f"{source}: trace is larger than {MAX_TRACE_BYTES} bytes")
     try:
-        obj = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise TraceError(f"{source}: not valid JSON ({e})") from e
+        obj = parse_json(text, source)
+    except ReadError as e:
+        raise TraceError(str(e)) from e
     if not isinstance(obj, Mapping):
         raise TraceError(f"{source}: expected a JSON object with inputs, decision and bundle")
     if obj.get("format") != TRACE_FORMAT:
@@ -161,6 +181,7 @@ def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
     inputs = obj["inputs"]
     if not isinstance(inputs.get("question"), str) or not inputs["question"].strip():
         raise TraceError(f"{source}: inputs.question: expected the question text")
+    _check_inputs(inputs, source)
     try:
         bundle = Bundle.from_snapshot(_untag_nonfinite(obj["bundle"]))
     except ValueError as e:
@@ -168,17 +189,32 @@ def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
     return Trace(inputs=inputs, decision=obj["decision"], bundle=bundle, source=source)
 
 
+def _check_inputs(inputs: Mapping[str, Any], source: str) -> None:
+    """The recorded inputs replay hands to `select()`: text where text is expected, and a budget
+    that is a whole number in range (JSON `true` is not the budget 1)."""
+    for key in ("athlete", "scope", "tier", "cost_mode"):
+        value = inputs.get(key)
+        if value is not None and not isinstance(value, str):
+            raise TraceError(f"{source}: inputs.{key}: expected text or null, got {type(value).__name__}")
+        if value is not None and control_character(value) is not None:
+            raise TraceError(f"{source}: inputs.{key}: holds the control character {control_character(value)}")
+    budget = inputs.get("budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or not 0 <= budget <= MAX_BUDGET):
+        raise TraceError(f"{source}: inputs.budget: expected a whole number from 0 to {MAX_BUDGET} or null, "
+                         f"got {budget!r}")
+    cost_mode = inputs.get("cost_mode")
+    if cost_mode is not None and cost_mode not in ("hand", "measured"):
+        raise TraceError(f"{source}: inputs.cost_mode: expected hand or measured, got {cost_mode!r}")
+
+
 def read_trace(path: str | Path) -> Trace:
-    p = Path(path)
+    """Read a trace file: a regular file of at most `MAX_TRACE_BYTES`, then `parse_trace`."""
     try:
-        if p.stat().st_size > MAX_TRACE_BYTES:
-            raise TraceError(f"{p}: trace is larger than {MAX_TRACE_BYTES} bytes")
-        data = p.read_bytes()
-    except FileNotFoundError as e:
-        raise TraceError(f"{p}: no such file") from e
-    except IsADirectoryError as e:
-        raise TraceError(f"{p}: is a directory, expected a trace JSON file") from e
-    return parse_trace(data, str(p))
+        data = read_bytes(path, MAX_TRACE_BYTES, expected="a trace JSON file")
+    except ReadError as e:
+        raise TraceError(str(e)) from e
+    return parse_trace(data, str(path))
 
 
 class RecordedClassifier:
@@ -284,7 +320,7 @@ def replay(trace: Trace, policy: Policy, *, policy_source: str, policy_version: 
         scope=str(inputs.get("scope") or "auto"),
         tier=tier if tier != "custom" else "paid",
         budget=budget if isinstance(budget, int) else (trace.decision.get("budget") if tier == "custom" else None),
-        cost_mode=inputs.get("cost_mode", "hand"),
+        cost_mode=inputs.get("cost_mode") or "hand",
         classifier=classifier, policy_source=policy_source, policy_version=policy_version,
     )
     return Replay(trace=trace, decision=decision, differences=compare(trace.decision, decision.to_json()))

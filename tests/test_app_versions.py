@@ -332,7 +332,7 @@ class TestHelpers:
             pg.parse_question_upload(b" " * (pg.MAX_QUESTIONS_UPLOAD_BYTES + 1), "big.jsonl")
         with pytest.raises(InputError, match=r"^l\.csv: not UTF-8 text"):
             pg.parse_question_upload(b"question\n\xff\n", "l.csv")
-        with pytest.raises(InputError, match=r"^deep\.yaml: nested too deeply"):
+        with pytest.raises(InputError, match=r"^deep\.yaml: not valid YAML \(YAML error: nested deeper than 24 levels"):
             pg.parse_question_upload(b"[" * 100_000, "deep.yaml")
         with pytest.raises(InputError, match=r"^log\.txt: unknown question set format '\.txt'"):
             pg.parse_question_upload(b"question\nhello\n", "log.txt")

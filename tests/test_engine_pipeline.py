@@ -88,9 +88,9 @@ class TestSelectInput:
         ({"scope": "year"}, r"^unknown scope 'year'; use one of: auto, today, week, months$"),
         ({"tier": "gold"}, r"^unknown tier 'gold'; the policy defines: free, paid"),
         ({"cost_mode": "guess"}, r"^unknown cost mode 'guess'; use hand or measured$"),
-        ({"budget": -1}, r"^budget must be a whole number >= 0, got -1$"),
-        ({"budget": True}, r"^budget must be a whole number >= 0, got True$"),
-        ({"budget": 1.5}, r"^budget must be a whole number >= 0, got 1\.5$"),
+        ({"budget": -1}, r"^budget must be a whole number from 0 to 1000000, got -1$"),
+        ({"budget": True}, r"^budget must be a whole number from 0 to 1000000, got True$"),
+        ({"budget": 1.5}, r"^budget must be a whole number from 0 to 1000000, got 1\.5$"),
     ])
     def test_unusable_arguments(self, policy: Policy, maya: Bundle, kwargs: dict[str, Any], message: str) -> None:
         with pytest.raises(InputError, match=message):

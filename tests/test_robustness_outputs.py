@@ -137,7 +137,7 @@ class TestAnyText:
     @TIMEOUT
     def test_an_error_naming_the_bad_input_is_one_line(self, cli: Run) -> None:
         r = cli("explain", UNSURE, "--athlete", f"maya{LONE}")
-        assert r.one_line_error().startswith("coachctx: unknown athlete 'maya\\udc80'")
+        assert r.one_line_error() == "coachctx: argument 'maya\\udc80' is not valid UTF-8 text"
 
     @TIMEOUT
     def test_a_latin1_terminal_gets_ascii_escaped_json_and_escaped_text(self, cli: Run) -> None:
@@ -151,20 +151,23 @@ class TestAnyText:
         assert "question   \\u819d\\u304c" in r.out
 
     @TIMEOUT
-    def test_athlete_data_with_lone_surrogates(self, cli: Run, athletes: Callable[..., str], tmp_path: Path) -> None:
+    def test_athlete_data_with_lone_surrogates_is_refused_naming_the_file(
+            self, cli: Run, athletes: Callable[..., str]) -> None:
         def poison(maya: dict[str, Any]) -> None:
-            maya["services"]["account"]["body"]["data"]["profile"]["display_name"] = f"Maya{LONE}\ud83d"
             maya["services"]["account"]["body"]["data"]["training_block"]["name"] = f"Marathon{LONE} build"
 
-        root = athletes(poison)
+        r = cli("explain", "Plan my tempo run and long run", "--athlete", "maya", "--athletes-dir", athletes(poison))
+        error = r.one_line_error()
+        assert "maya.json" in error and "lone surrogate" in error
+
+    @TIMEOUT
+    def test_a_question_with_lone_surrogates_is_traced_as_valid_unicode_and_replays(self, cli: Run,
+                                                                                   tmp_path: Path) -> None:
         trace = tmp_path / "t.json"
-        r = cli("explain", "Plan my tempo run and long run", "--athlete", "maya", "--athletes-dir", root,
-                "--json", "--trace-out", str(trace))
+        r = cli("explain", f"Plan my tempo{LONE} run", "--athlete", "maya", "--json", "--trace-out", str(trace))
         assert (r.code, r.err) == (0, "")
-        lines = [f["line"] for f in r.json()["fragments"] if f["line"]]
-        assert any(f"Marathon{LONE} build" in line for line in lines)
-        assert f"Marathon{LONE} build" in r.json()["prompt"]["messages"][0]["content"]
-        assert cli("explain", "Plan my tempo run", "--athlete", "maya", "--athletes-dir", root, "--prompt").code == 0
+        assert r.json()["question"] == f"Plan my tempo{LONE} run"
+        assert json.loads(trace.read_text(encoding="utf-8"))["inputs"]["question"] == "Plan my tempo\ufffd run"
         again = cli("replay", str(trace))
         assert again.code == 0 and "exactly as recorded" in again.out
 
@@ -188,18 +191,16 @@ class TestAnyText:
 
 
     @TIMEOUT
-    def test_a_question_log_with_lone_surrogates(self, cli: Run, tmp_path: Path) -> None:
+    def test_a_question_log_with_lone_surrogates_skips_those_rows_with_their_reason(self, cli: Run,
+                                                                                   tmp_path: Path) -> None:
         log = tmp_path / "log.jsonl"
         rows = [{"question": f"knee pain {LONE} today", "athlete": "maya"},
-                {"question": "run \ud800", "athlete": "maya", "intents": ["training"]}]
+                {"question": "easy run today", "athlete": "maya", "intents": ["training"]}]
         log.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         policy = str(DEFAULT_POLICY_PATH)
         r = cli("impact", str(log), "--base", policy, "--candidate", policy)
         assert (r.code, r.err) == (0, "")
-        assert "#1 'knee pain \\udc80 today' [maya, paid]" in r.out
-        r = cli("impact", str(log), "--base", policy, "--candidate", policy, "--json")
-        assert (r.code, r.err) == (0, "")
-        assert f"knee pain {LONE} today" in json.dumps(r.json(), ensure_ascii=False)
+        assert "lone surrogate" in r.out and "easy run today" not in r.err
 
 
 class TestStrictJson:
@@ -210,23 +211,13 @@ class TestStrictJson:
         text.encode("utf-8")  # writable as UTF-8: the surrogates are escapes
 
     @TIMEOUT
-    def test_infinity_and_nan_in_athlete_data(self, cli: Run, athletes: Callable[..., str], tmp_path: Path) -> None:
+    def test_infinity_and_nan_in_athlete_data_are_refused_naming_the_file(
+            self, cli: Run, athletes: Callable[..., str]) -> None:
         def poison(maya: dict[str, Any]) -> None:
-            data = maya["services"]["readiness"]["body"]["data"]
-            data["training"]["score"] = float("inf")
-            data["recovery"]["hrv_ms"] = float("nan")
+            maya["services"]["readiness"]["body"]["data"]["training"]["score"] = float("inf")
 
-        root = athletes(poison)
-        trace = tmp_path / "t.json"
-        r = cli("explain", UNSURE, "--athlete", "maya", "--athletes-dir", root, "--json", "--trace-out", str(trace))
-        assert (r.code, r.err) == (0, "")
-        r.json()
-        written = trace.read_text(encoding="utf-8")
-        json.loads(written, parse_constant=lambda token: pytest.fail(f"not strict JSON: {token}"))
-        assert '{"$nonfinite": "Infinity"}' in written.replace("\n", "").replace("  ", "")
-        assert parse_trace(written).bundle["readiness"].body["data"]["training"]["score"] == float("inf")
-        again = cli("replay", str(trace))
-        assert again.code == 0 and "exactly as recorded" in again.out
+        error = cli("explain", UNSURE, "--athlete", "maya", "--athletes-dir", athletes(poison)).one_line_error()
+        assert "maya.json" in error
 
 
 # --- --trace-out: a new or regular file, nothing else ----------------------------------------------

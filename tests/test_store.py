@@ -191,10 +191,16 @@ class TestWhere:
         assert default_store_url({"COACHCTX_STORE": "postgresql://u:p@db/coach"}) == "postgresql://u:p@db/coach"
         assert default_store_url({"COACHCTX_STORE": str(tmp_path / "p.sqlite")}) == f"sqlite:///{tmp_path}/p.sqlite"
 
-    def test_the_directory_is_created_on_first_use(self, tmp_path: Path) -> None:
-        with PolicyStore(f"sqlite:///{tmp_path}/a/b/s.sqlite") as s:
+    def test_the_file_is_created_on_first_use(self, tmp_path: Path) -> None:
+        with PolicyStore(f"sqlite:///{tmp_path}/s.sqlite") as s:
             assert s.history() == []
-        assert (tmp_path / "a" / "b" / "s.sqlite").is_file()
+        assert (tmp_path / "s.sqlite").is_file()
+
+    def test_no_directory_is_created_but_the_default_one(self, tmp_path: Path) -> None:
+        with pytest.raises(StoreError, match=r"the directory .*/a/b does not exist, and coachctx creates no "
+                                             r"directories but its default .*; use a SQLite file in an existing"):
+            PolicyStore(f"sqlite:///{tmp_path}/a/b/s.sqlite")
+        assert list(tmp_path.iterdir()) == []
 
     def test_resolve_policy_takes_files_versions_and_labels(self, store: PolicyStore) -> None:
         store.save(edited(140), message="one", author="ana", label="live")
