@@ -26,7 +26,8 @@ from bench.measure import QualityRow
 from bench.workload import ROOT, Row, dev_rows
 
 CORPUS: Final = ROOT / "corpus"
-SPLITS: Final = ("tune", "test")
+SPLITS: Final = ("tune", "test", "holdout")
+"""The corpus halves, and the hold-out set written after the vocabulary work (corpus/holdout.yaml)."""
 BASELINE_FILE: Final = CORPUS / "baseline_prompt_tokens.json"
 BASELINE_COMMIT: Final = "27f603f"
 """The last commit before issue 8's engine changes (3583162)."""

@@ -248,14 +248,15 @@ CORPUS_HEADER = ["rows", "questions", "route accuracy", "needs recall", "decided
 
 def corpus_section(halves: Mapping[str, Sequence[QualityRow]], baselines: Mapping[str, float],
                    by_language: Mapping[str, tuple[Sequence[QualityRow], float]], commit: str) -> list[str]:
-    test = halves["test"]
-    misses = [r for r in test if not r.correct or r.needs_met < len(r.needs)]
+    misses = [r for r in halves["tune"] if not r.correct or r.needs_met < len(r.needs)]
     return [
         "## 3b. Decision quality where nobody tuned: the fresh-question corpus",
         "",
         "`corpus/test.yaml` and `corpus/tune.yaml`: questions written by five helper sessions that never saw the "
         "policy (how they were made is in each file's header), split once by a fixed seed. Vocabulary is chosen "
-        "from the tune half only; the test half is only measured. Each row against maya, paid tier, scope "
+        "from the tune half only; the test half is only measured. `corpus/holdout.yaml` was written by three "
+        "more helpers after the vocabulary work of 2026-12-03 and is only measured too. Each row against maya, "
+        "paid tier, scope "
         "inferred, no model (a question the rules are unsure of takes the keyword fallback, so *decided by "
         "rules* is the share that would not call a model). *In-domain matching nothing*: rows labelled with "
         "an on-domain intent that matched no term. *Prompt / oracle*: total prompt tokens over the total of "
@@ -265,12 +266,14 @@ def corpus_section(halves: Mapping[str, Sequence[QualityRow]], baselines: Mappin
         *table(CORPUS_HEADER, [_corpus_line(f"**{name}**", rows, baselines.get(name))
                                for name, rows in halves.items()]),
         "",
-        "The gap between the two rows is what tuning bought beyond what generalises. Per language, test half:",
+        "The gap between the tune row and the others is what tuning bought beyond what generalises. Per "
+        "language, test half:",
         "",
         *table(["language", *CORPUS_HEADER[1:]], [_corpus_line(lang, rs, base)
                                                    for lang, (rs, base) in sorted(by_language.items())]),
         "",
-        f"Test-half rows routed wrong or missing a need ({len(misses)}):",
+        f"Tune-half rows routed wrong or missing a need ({len(misses)}; the test half and the hold-out set "
+        "are never listed, so no term is chosen by reading them):",
         "",
         *(table(["question", "lang", "labels", "routed", "source", "needs met"], [
             [r.question.replace("|", "/"), r.lang, "/".join(r.intents), r.intent,

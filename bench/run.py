@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     step("quality")
     quality = measure_quality(rows, bundles, policy)
     step("quality: the fresh-question corpus")
-    halves = {split: corpus_rows(split) for split in ("tune", "test")}
+    halves = {split: corpus_rows(split) for split in ("tune", "test", "holdout")}
     decided = {split: measure_quality(rs, bundles, policy) for split, rs in halves.items()}
     recorded = baseline_tokens()
     baselines = {split: baseline_median(rs, recorded) for split, rs in halves.items()}

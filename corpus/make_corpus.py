@@ -38,6 +38,7 @@ from typing import Any, Final
 
 HERE: Final = Path(__file__).resolve().parent
 RAW: Final = HERE / "raw"
+HOLDOUT: Final = RAW / "holdout"
 SEED: Final = 20261203
 TUNE_SHARE: Final = 0.6
 INTENTS: Final = ("training", "injury", "recovery", "nutrition", "conditions", "general")
@@ -66,6 +67,22 @@ HEADER: Final = """\
 #   intents: the labels, any of which counts as a correct route
 #   needs:   fragments an expert coach would insist are in the prompt for this question
 #   scope:   the horizon the question implies, where it implies one
+"""
+HOLDOUT_HEADER: Final = """\
+# The hold-out set ({n} rows, {langs} languages). Made by corpus/make_corpus.py: do not edit by hand;
+# edit corpus/raw/holdout/ and rerun it.
+#
+# Written on 2026-12-03 after that day's vocabulary work, to measure it where nobody tuned: three
+# more helper sessions, each a different kind of athlete (f1 trail runner and club coach, f2
+# student footballer and gym-goer, f3 travelling triathlete with a sleep ring), 70 chat-style English
+# questions and 6 in each of 21 other languages, also in voice-to-text, all-caps, code-switched,
+# one-word and rambling styles; briefed like the corpus writers (corpus/raw/holdout/writer_prompt.txt)
+# and never shown the policy, its vocabulary or the code. A second helper labelled every row from
+# the question alone; a third ruled where the two could not be merged, by the corpus's rules. Every
+# disagreement is in corpus/holdout_disagreements.jsonl. Never split, never read to choose a term:
+# only measured, like the test half.
+#
+# Judged against the sample athlete "maya" (all four services healthy), like dev.yaml.
 """
 PURPOSE: Final = {
     "tune": "Vocabulary may be chosen by reading this half.",
@@ -142,8 +159,22 @@ def build() -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
         w = path.stem.split("_", 1)[1]
         for n, row in enumerate(read_jsonl(path), 1):
             written[f"w{w}-{n:03d}"] = row
-    second = {r["id"]: r for r in read_jsonl(RAW / "second_labels.jsonl")}
-    rulings_path = RAW / "adjudicated.jsonl"
+    rows, disagreements = settle_all(written, RAW)
+    return split(rows), disagreements
+
+
+def build_holdout() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The hold-out set: written after the vocabulary work of 2026-12-03 by three more writers
+    (their rows carry their ids), labelled and settled by the same rules, never split."""
+    written = {row["id"]: row for path in sorted(HOLDOUT.glob("writer_*.jsonl")) for row in read_jsonl(path)}
+    rows, disagreements = settle_all(written, HOLDOUT)
+    return sorted(rows, key=lambda r: r["id"]), disagreements
+
+
+def settle_all(written: Mapping[str, Mapping[str, Any]], raw: Path) -> tuple[list[dict[str, Any]],
+                                                                            list[dict[str, Any]]]:
+    second = {r["id"]: r for r in read_jsonl(raw / "second_labels.jsonl")}
+    rulings_path = raw / "adjudicated.jsonl"
     rulings = {r["id"]: r for r in read_jsonl(rulings_path)} if rulings_path.exists() else {}
     missing = [i for i in written if i not in second]
     if missing:
@@ -163,7 +194,7 @@ def build() -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
                 **({"adjudicated": {k: rulings[row_id][k] for k in ("intents", "needs", "scope", "note")
                                     if k in rulings[row_id]}} if "adjudicated" in rules else {}),
                 "settled": labels, "rules": rules or ["same sets in another order"]})
-    return split(rows), disagreements
+    return rows, disagreements
 
 
 def _differ(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -208,6 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     halves, disagreements = build()
     files = {HERE / f"{name}.yaml": render(name, rows) for name, rows in halves.items()}
     files[HERE / "disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in disagreements)
+    holdout, holdout_disagreements = build_holdout()
+    files[HERE / "holdout.yaml"] = HOLDOUT_HEADER.format(n=len(holdout), langs=len({r["lang"] for r in holdout})) \
+        + "questions:\n" + "".join(_yaml_row(r) + "\n" for r in holdout)
+    files[HERE / "holdout_disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n"
+                                                          for d in holdout_disagreements)
     if args.check:
         stale = [p.name for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
         if stale:
@@ -218,7 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         path.write_text(text, encoding="utf-8")
     n = sum(len(r) for r in halves.values())
     print(f"{n} rows: tune {len(halves['tune'])}, test {len(halves['test'])}; "
-          f"{len(disagreements)} rows where the labellings differ")
+          f"{len(disagreements)} rows where the labellings differ; hold-out {len(holdout)} rows, "
+          f"{len(holdout_disagreements)} differ")
     return 0
 
 

@@ -28,6 +28,13 @@ MIN_NEEDS_RECALL = 0.98
 MAX_MATCHED_NOTHING_IN_DOMAIN = 0.035
 MAX_PROMPT_GROWTH = 0.25
 
+# The hold-out set (corpus/holdout.yaml) was written after the second session's vocabulary work and
+# is only measured. At the start of that session's work it scored route 92.3%, needs 96.7%, 3.7%
+# in-domain matching nothing; floors at what it reached after. Only ever raised.
+HOLDOUT_MIN_ROUTE_ACCURACY = 0.93
+HOLDOUT_MIN_NEEDS_RECALL = 0.98
+HOLDOUT_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
+
 REQUIRED_LANGUAGES = ("nl", "pl", "tr", "sv", "da", "no", "fi", "el", "ar", "hi", "id", "vi")
 
 
@@ -79,7 +86,7 @@ def _repeated_texts() -> set[str]:
 class TestQualityWhereNobodyTuned:
     @pytest.fixture(scope="class")
     def decided(self, policy: Policy, bundles: dict[str, Bundle]) -> dict[str, list]:  # type: ignore[type-arg]
-        return {split: measure_quality(corpus_rows(split), bundles, policy) for split in ("tune", "test")}
+        return {split: measure_quality(corpus_rows(split), bundles, policy) for split in ("tune", "test", "holdout")}
 
     def test_the_test_half_meets_the_floors(self, decided: dict[str, list],  # type: ignore[type-arg]
                                             capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,3 +105,34 @@ class TestQualityWhereNobodyTuned:
         assert test["needs_recall"] >= MIN_NEEDS_RECALL, detail
         assert test["matched_nothing_in_domain"] <= MAX_MATCHED_NOTHING_IN_DOMAIN, detail
         assert test["median_prompt"] <= base * (1 + MAX_PROMPT_GROWTH), detail
+
+    def test_the_hold_out_set_meets_its_floors(self, decided: dict[str, list],  # type: ignore[type-arg]
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+        s = summary(decided["holdout"])
+        base = baseline_median(corpus_rows("holdout"), baseline_tokens())
+        detail = (f"hold-out set: {s['rows']:.0f} rows; route {s['route_accuracy']:.1%}; needs {s['needs_recall']:.1%}; "
+                  f"by rules {s['rules_share']:.1%}; in-domain matching nothing {s['matched_nothing_in_domain']:.1%}; "
+                  f"median prompt {s['median_prompt']:.0f} (at {BASELINE_COMMIT}: {base:.0f})")
+        with capsys.disabled():
+            print("\n" + detail)
+        assert s["route_accuracy"] >= HOLDOUT_MIN_ROUTE_ACCURACY, detail
+        assert s["needs_recall"] >= HOLDOUT_MIN_NEEDS_RECALL, detail
+        assert s["matched_nothing_in_domain"] <= HOLDOUT_MAX_MATCHED_NOTHING_IN_DOMAIN, detail
+
+
+class TestTheHoldOutSet:
+    def test_size_languages_and_labels(self) -> None:
+        rows = corpus_rows("holdout")
+        per_language = Counter(r.lang for r in rows)
+        assert len(rows) >= 500 and len(per_language) >= 20 and per_language["en"] >= 200
+        for row in rows:
+            assert row.intents and set(row.intents) <= set(INTENTS), row
+            assert set(row.needs) <= set(FRAGMENT_NAMES) and len(row.needs) <= 3, row
+            assert row.needs or "general" in row.intents, row
+
+    def test_it_is_mostly_questions_the_corpus_halves_do_not_have(self) -> None:
+        # writers independently type the same short things ("hey", "what should i do today")
+        halves = {r.q for r in corpus_rows("tune") + corpus_rows("test")}
+        holdout = corpus_rows("holdout")
+        shared = [r.q for r in holdout if r.q in halves]
+        assert len(shared) <= 0.03 * len(holdout), shared
