@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from coachctx import cli_store
+from coachctx import cli_store, cli_suggest
 from coachctx.classifier import classifier_from_env
 from coachctx.cli_store import shown, whole_number
 from coachctx.decision import Decision
@@ -69,8 +69,10 @@ def _add_policy_version(p: argparse.ArgumentParser) -> None:
 
 
 def _register_extensions(sub: Any) -> None:
-    """Subcommands that live in other modules: `policy` and `impact` (cli_store.py)."""
+    """Subcommands that live in other modules: `policy` and `impact` (cli_store.py), `suggest`
+    (cli_suggest.py)."""
     cli_store.register(sub)
+    cli_suggest.register(sub)
 
 
 def _policy(path: str | None) -> tuple[Policy, str]:
@@ -238,7 +240,7 @@ def cmd_athletes(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_check_policy,
-            "athletes": cmd_athletes, **cli_store.COMMANDS}
+            "athletes": cmd_athletes, **cli_store.COMMANDS, **cli_suggest.COMMANDS}
 
 
 def _tolerate_unencodable_output() -> None:

@@ -78,6 +78,10 @@ class Question:
     """Labels: fragments an expert would insist on. None when unlabelled."""
     expected_scope: str | None = None
     """Label: the horizon the question implies (dev.yaml's `scope`)."""
+    lang: str | None = None
+    """The language it is written in, where the set says (the corpus does)."""
+    origin: str | None = None
+    """Who labelled it, where the set says: `coach` or `model` (`coachctx suggest` weighs them)."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,7 @@ def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Que
         intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents", "intent"),
         needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs", "fragment"),
         expected_scope=scope if labels_scope and scope != "auto" else None,
+        lang=_text(record, "lang"), origin=_text(record, "origin"),
     )
 
 
