@@ -48,6 +48,10 @@ PART_FACTOR: Final = 0.75
 MIN_HEAD, MIN_MODIFIER = 4, 3
 """The shortest last part of a compound read as a term, and the shortest rest beside it."""
 
+ARABIC_PROCLITICS: Final = ("وبال", "فبال", "وال", "فال", "بال", "كال", "لل", "ول", "وب", "فب", "فل", "ال", "و", "ف",
+                             "ب", "ل", "ك", "س")
+"""Conjunctions, prepositions and the article Arabic writes onto a word, longest first."""
+
 RouteSource = Literal["rules", "model", "fallback"]
 FallbackReason = Literal["no_model_configured", "model_error", "model_timeout", "invalid_label", "no_match"]
 
@@ -291,10 +295,25 @@ class TermMatcher:
                     for e in entries:
                         parts.setdefault((e.label, e.term), _Term(
                             e.label, f"{e.term} (part of: {word})", round(e.weight * PART_FACTOR, 6)))
+        if "arabic" in self.stemmed and script_of(word[0]) == "Arabic":
+            for e in self._unclitic(word):
+                parts.setdefault((e.label, e.term), e)
         found = tuple(parts.values())
         if len(self._parts_seen) < 50_000:
             self._parts_seen[word] = found
         return found
+
+    def _unclitic(self, word: str) -> tuple[_Term, ...]:
+        """Arabic writes "and", "for", "with", "like" and "the" onto the word (لسباق = for + a race):
+        the word less its longest such prefix, at full weight, when the table knows that."""
+        table = self.stemmed["arabic"]
+        for clitic in ARABIC_PROCLITICS:
+            rest = word[len(clitic):]
+            if word.startswith(clitic) and len(rest) >= 3:
+                entries = table.get((stem(rest, "arabic"),))
+                if entries:
+                    return tuple(_Term(e.label, f"{e.term} (part of: {word})", e.weight) for e in entries)
+        return ()
 
     def _near(self, word: str) -> tuple[_Term, ...]:
         """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word

@@ -35,9 +35,13 @@ def _word_chunks(text: str) -> list[str]:
 
 
 def normalise(text: str) -> str:
-    """NFKC, casefold, invisible format characters (ZWJ, RTL marks, BOM) removed."""
+    """NFKC, casefold, invisible format characters (ZWJ, RTL marks, BOM) removed, digits of every
+    script as 0-9."""
     text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
+    if not text.isascii():
+        # digits of every script read as 0-9: "٥ كم" and "५ किमी" are 5 km, like "5k" in the vocabulary
+        text = "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() and not ch.isascii() else ch for ch in text)
     # Turkish capital İ casefolds to i + a combining dot; the dot would hide "İdman" from "idman"
     return text.casefold().replace("i\u0307", "i")
 

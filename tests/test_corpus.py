@@ -20,12 +20,12 @@ from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.policy import INTENTS, SCOPES, Policy
 from coachctx.services import Bundle
 
-# Floors at what the test half has reached (2026-12-03, second session: route 93.9%, needs 98.1%,
-# in-domain matching nothing 3.2%, median prompt +23.5%); issue 8's targets are 93% / 98% / 3% / +15%.
+# Floors at what the test half has reached (2026-12-03, second session: route 94.2%, needs 98.3%,
+# in-domain matching nothing 2.9%, median prompt +23.5%); issue 8's targets are 93% / 98% / 3% / +15%.
 # Only ever raised.
-MIN_ROUTE_ACCURACY = 0.93
+MIN_ROUTE_ACCURACY = 0.94
 MIN_NEEDS_RECALL = 0.98
-MAX_MATCHED_NOTHING_IN_DOMAIN = 0.035
+MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
 MAX_PROMPT_GROWTH = 0.25
 
 # The hold-out set (corpus/holdout.yaml) was written after the second session's vocabulary work and

@@ -362,3 +362,22 @@ class TestCompounds:
     def test_a_word_the_vocabulary_knows_is_not_split(self, policy: Policy) -> None:
         whole = with_vocabulary(policy, {"training": {"de": {"Laufschuhe": 1.0, "Lauf": 1.0}}})
         assert score("neue Laufschuhe", whole).matched["training"] == (("Laufschuhe", 1.0),)
+
+
+class TestArabicClitics:
+    """Arabic writes "and", "for", "with", "like" and "the" onto the next word."""
+
+    @pytest.mark.parametrize(("question", "term"), [
+        ("هل أنا جاهز لسباق", "سباق (part of: لسباق)"),        # for + a race
+        ("والسباق غدا", "سباق (part of: والسباق)"),            # and + the + race
+    ], ids=["li", "wa-al"])
+    def test_a_word_with_a_proclitic_meets_its_term_at_full_weight(self, policy: Policy, question: str,
+                                                                    term: str) -> None:
+        p = with_vocabulary(policy, {"training": {"ar": {"سباق": 1.0}}, "injury": {"ar": {"ركبة": 1.0}}})
+        matched = [t for terms in score(question, p).matched.values() for t in terms]
+        assert (term, 1.0) in matched
+
+    def test_the_rest_must_be_three_letters_or_more(self, policy: Policy) -> None:
+        p = with_vocabulary(policy, {"training": {"ar": {"جر": 1.0}}})
+        assert score("لجر", p).nothing_matched
+

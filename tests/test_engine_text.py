@@ -51,6 +51,12 @@ class TestTokenise:
     def test_a_held_down_letter_reads_as_the_word(self, question: str, words: tuple[str, ...]) -> None:
         assert tokenise(question).words == words
 
+    @pytest.mark.parametrize(("question", "words"), [
+        ("سباق ٥ كم", ("سباق", "5", "كم")), ("५ किमी", ("5", "किमी")), ("１０ｋ", ("10k",)), ("۱۲ km", ("12", "km")),
+    ], ids=["arabic-indic", "devanagari", "full-width", "persian"])
+    def test_digits_of_every_script_read_as_ascii(self, question: str, words: tuple[str, ...]) -> None:
+        assert tokenise(question).words == words
+
     def test_a_stretched_word_meets_its_term(self, policy: Policy) -> None:
         assert score("my knee hurtsss sooo bad", policy).matched["injury"]
         assert score("my knee hurtsss sooo bad", policy).matched["injury"] == \
