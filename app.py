@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -47,6 +48,10 @@ from coachctx.store import (
 from coachctx.trace import MAX_TRACE_BYTES, parse_trace, replay
 
 CHECKED_IN = "policy/default.yaml"
+ICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
+# Less empty space above the title, so the decision summary is on the first screen at 1366×768.
+PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro', monospace; font-size: 0.85rem;}"
+            "[data-testid='stMainBlockContainer'] {padding-top: 3.5rem;}</style>")
 SAMPLE_LOG = Path(__file__).resolve().parent / "sample_logs" / "questions.jsonl"
 HISTORY_LIMIT = 500
 NO_LABEL = "(no label)"
@@ -190,27 +195,108 @@ class Context:
     origin: pg.PolicyOrigin
 
 
+def default_view(base: Policy) -> pg.ViewState:
+    athletes = upstream().athletes()
+    return pg.ViewState(question=pg.PAIN_QUESTION, athlete="maya" if "maya" in athletes else athletes[0],
+                        tier="paid" if "paid" in base.tiers else next(iter(base.tiers)))
+
+
+def current_view() -> pg.ViewState:
+    ss = st.session_state
+    return pg.ViewState(question=ss.get("question") or "", athlete=ss["athlete"], scope=ss["scope"], tier=ss["tier"],
+                        budget=ss.get("budget"), cost_mode=ss["cost_mode"])
+
+
+def apply_view(view: pg.ViewState) -> None:
+    """Put a view into the input widgets' state; runs before the widgets exist in this run."""
+    ss = st.session_state
+    ss["question"] = view.question
+    ss["athlete"] = view.athlete
+    ss["scope"] = view.scope
+    ss["tier"] = view.tier
+    ss["budget"] = view.budget if view.budget is not None else ss.get("budget", 200)
+    ss["cost_mode"] = view.cost_mode
+
+
+def url_view_params() -> dict[str, str]:
+    return {k: str(st.query_params.get(k)) for k in pg.VIEW_KEYS if st.query_params.get(k) is not None}
+
+
+def navigated() -> bool:
+    """True when the address bar no longer shows what this page last wrote there: the user went
+    Back or Forward (Streamlit reruns the script with that entry's parameters)."""
+    written = st.session_state.get("url_written")
+    if written is None:
+        return False
+    return url_view_params() != {k: v for k, v in written.items() if k in pg.VIEW_KEYS}
+
+
+def restore_draft(draft_id: str | None, notes: list[str]) -> None:
+    """A reload (or a link) names the draft kept in the policy store: bring it back."""
+    if draft_id is None:
+        return
+    try:
+        kept = open_store(default_store_url()).get_draft(draft_id)
+    except CoachctxError as e:
+        notes.append(f"the edited draft {draft_id} could not be read back ({e}); the page starts from the "
+                     "checked-in policy")
+        return
+    if kept is None:
+        notes.append(f"the edited draft {draft_id} is not in this policy store (it was kept by another "
+                     "installation); the page starts from the checked-in policy")
+        return
+    ss = st.session_state
+    ss["policy_yaml"], ss["draft_base"], ss["draft_id"] = kept.yaml, kept.base, kept.id
+    ss["draft_kept"] = (kept.yaml, kept.base)
+    ss["draft_restored"] = kept.updated_at
+
+
 def init_state(base_text: str, base: Policy) -> None:
     ss = st.session_state
     ss.setdefault("policy_yaml", base_text)
     ss.setdefault("working_yaml", base_text)
     ss.setdefault("draft_base", None)  # the stored version the draft was loaded from or last saved as
+    ss.setdefault("draft_id", None)  # where the draft is kept in the store once it differs from the checked-in
     ss.setdefault("author", os.environ.get("COACHCTX_AUTHOR", ""))
-    if "url_loaded" in ss:
+    if "url_loaded" not in ss:
+        ss["url_loaded"] = True
+        view, notes = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=list(base.tiers),
+                                     default=default_view(base))
+        apply_view(view)
+        restore_draft(view.draft_id, notes)
+        ss["link_digest"] = view.policy_digest
+        ss["url_notes"] = notes
+    elif navigated():
+        view, _ = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=[*base.tiers],
+                                 default=current_view())
+        apply_view(view)
+    # a pasted or typed lone surrogate would break every encoder downstream (hashing, JSON, the store)
+    for key in ("question", "policy_yaml"):
+        value = ss.get(key)
+        if isinstance(value, str) and pg.clean_text(value) != value:
+            ss[key] = pg.clean_text(value)
+
+
+def keep_draft(policies: Policies, sv: StoreView) -> None:
+    """Write the draft to the policy store whenever it changed, under an id the URL carries, so
+    a reload or a restart restores it. An untouched checked-in policy needs no id."""
+    ss = st.session_state
+    state = (ss["policy_yaml"], ss.get("draft_base"))
+    if state == ss.get("draft_kept"):
         return
-    ss["url_loaded"] = True
-    default = pg.ViewState(question=pg.PAIN_QUESTION, athlete="maya" if upstream().has("maya")
-                           else upstream().athletes()[0], tier="paid" if "paid" in base.tiers else next(iter(base.tiers)))
-    view, notes = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=list(base.tiers),
-                                 default=default)
-    ss["question"] = view.question
-    ss["athlete"] = view.athlete
-    ss["scope"] = view.scope
-    ss["tier"] = view.tier
-    ss["budget"] = view.budget if view.budget is not None else 200
-    ss["cost_mode"] = view.cost_mode
-    ss["link_digest"] = view.policy_digest if st.query_params.get("q") is not None else None
-    ss["url_notes"] = notes
+    if ss.get("draft_id") is None and state == (policies.checked_in_text, None):
+        return
+    if sv.store is None:
+        ss["draft_keep_error"] = f"the policy store cannot be used ({sv.error})"
+        return
+    draft_id = ss.get("draft_id") or secrets.token_urlsafe(9)
+    try:
+        sv.store.put_draft(draft_id, state[0], state[1])
+    except CoachctxError as e:
+        ss["draft_keep_error"] = str(e)
+        return
+    ss["draft_id"], ss["draft_kept"] = draft_id, state
+    ss.pop("draft_keep_error", None)
 
 
 def load_policies() -> Policies:
@@ -429,44 +515,48 @@ def open_trace_inputs(inputs: Mapping[str, Any], tiers: list[str]) -> None:
 
 
 def render_inputs(policies: Policies) -> pg.ViewState:
+    """The question and the four choices, as select boxes: they never clip, from 1024 px up."""
     ss = st.session_state
     if "budget" in ss:  # keep the custom budget while its input is hidden (unrendered widgets lose state)
         ss["budget"] = ss["budget"]
-    st.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
-                  placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
-    st.caption("Try an example:")
-    with st.container(horizontal=True, gap="small"):
-        for i, q in enumerate(pg.EXAMPLE_QUESTIONS):
-            st.button(q, key=f"example_{i}", on_click=use_example, args=(q,), type="tertiary")
+    q, examples = st.columns([5, 1.2], vertical_alignment="bottom")
+    q.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
+                 placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
+    with examples.popover("Examples", icon=":material/lightbulb:", width="stretch"):
+        for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
+            st.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
     tiers = [*policies.working.tiers, "custom"]
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]
     athletes = upstream().athletes()
-    c1, c2, c3, c4 = st.columns([0.9, 1.5, 1.5, 1.0])
-    with c1:
-        athlete = st.selectbox("Sample athlete", athletes, key="athlete",
-                               help="Fixture data from sample_athletes/: four services per athlete.")
-        st.caption(upstream().describe(athlete))
-    with c2:
-        scope = st.segmented_control("Time horizon (scope)", list(SCOPE_REQUESTS), key="scope", required=True,
-                                     help="auto infers the horizon from words in the question, like 'today' or "
-                                          "'next week'; the others force one.")
+    c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.2, 1.0])
+    athlete = c1.selectbox("Athlete", athletes, key="athlete",
+                           format_func=lambda a: pg.athlete_label(a, bundle_for(a), upstream().describe(a)),
+                           help="Sample athletes (sample_athletes/): each one shows a case — a service down, "
+                                "data never computed, empty fields, another language.")
+    scope = c2.selectbox("Time horizon", list(SCOPE_REQUESTS), key="scope",
+                         format_func=lambda s: pg.SCOPE_LABELS.get(s, s),
+                         help="scope: 'from the question' (auto) reads words like 'today' or 'next week'; the "
+                              "others force a horizon, whose modifiers promote, demote or drop facts.")
     with c3:
-        tier = st.segmented_control(
-            "Tier (token budget for secondary context)", tiers, key="tier", required=True,
-            format_func=lambda t: f"{t} · {policies.working.tiers[t]}" if t in policies.working.tiers else t)
+        tier = st.selectbox(
+            "Tier", tiers, key="tier",
+            format_func=lambda t: f"{t} · {policies.working.tiers[t]} tokens" if t in policies.working.tiers
+            else "custom budget",
+            help="The token budget for the optional (secondary) facts; the essential (primary) ones are "
+                 "always sent.")
         budget = None
         if tier == "custom":
             budget = int(st.number_input("Custom budget (tokens)", min_value=0, max_value=pg.MAX_URL_BUDGET,
                                          step=10, key="budget"))
-    with c4:
-        cost_mode = st.segmented_control("Fragment costs", list(COST_MODES), key="cost_mode", required=True,
-                                         help="Which cost the budget spends: hand-assigned (the registry) or "
-                                              "measured (the rendered line counted with tiktoken). The table "
-                                              "shows both.")
+    cost_mode = c4.selectbox("Count costs", list(COST_MODES), key="cost_mode",
+                             format_func=lambda m: pg.COST_LABELS.get(m, m),
+                             help="Which cost the budget spends: estimated (`hand`, from the fragment registry) "
+                                  "or measured (`measured`, the rendered line counted with tiktoken). The table "
+                                  "shows both.")
     return pg.ViewState(question=ss.get("question") or "", athlete=athlete, scope=scope or "auto",
                         tier=tier or tiers[0], budget=budget, cost_mode=cost_mode or "hand",
-                        policy_digest=policies.working.digest)
+                        policy_digest=policies.working.digest, draft_id=ss.get("draft_id"))
 
 
 def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -> pg.ModelConfig | None:
@@ -484,13 +574,19 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
             st.error(f"The draft has {len(policies.draft.problems)} problem(s); the decision uses the last valid "
                      "version. See the Policy editor tab.")
         link = ss.get("link_digest")
-        if link and link != working.digest:
-            st.warning(f"This link was shared with policy `{link}`, but this page uses `{working.digest}`. "
-                       "The decision may differ from what the sender saw; import their exported YAML to match.")
+        if link and link != working.digest and ss.get("draft_id") is None:
+            st.warning(f"The address names policy `{link}`, but this page decides with `{working.digest}`, so "
+                       "the decision may differ from the one that address was made for. To decide with that "
+                       "policy, import its exported YAML (Policy editor) or load its version (Versions).")
         for note in ss.get("url_notes") or []:
-            st.info(f"Link: {note}")
-        st.caption("Share this view: copy the address bar. It holds the question, athlete, scope, tier, cost "
-                   "mode and the policy digest.")
+            st.info(f"Address: {note}")
+        if ss.get("draft_keep_error"):
+            st.warning(f"Your draft is not kept across reloads: {ss['draft_keep_error']}. Export it to keep it.")
+        elif ss.get("draft_id"):
+            st.caption(f"Your draft is kept in the policy store (draft `{ss['draft_id']}`, in the address): a "
+                       "reload or a restart brings it back. Save it as a version to share it.")
+        st.caption("Share this view: copy the address bar. It holds the question, athlete, time horizon, tier "
+                   "and cost mode, and the draft (on this server) or the policy digest.")
 
         st.header("Model (optional)")
         st.text_input("OpenAI API key for this session", type="password", key="typed_api_key",
@@ -506,10 +602,13 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
 
 
 def write_query_params(view: pg.ViewState) -> None:
+    """Keep the address bar on this view. Streamlit adds a history entry per change, and Back
+    reruns the page with the older entry, which `init_state` puts back into the inputs."""
     wanted = pg.encode_view(view)
     current = {k: st.query_params.get(k) for k in pg.URL_KEYS if st.query_params.get(k) is not None}
     if current != wanted:
         st.query_params.from_dict(wanted)
+    st.session_state["url_written"] = wanted
 
 
 def tab_decision(ctx: Context) -> None:
@@ -520,14 +619,19 @@ def tab_decision(ctx: Context) -> None:
     i = d.intent
     st.markdown(pg.routing_headline(d))
     m = st.columns(5)
-    m[0].metric("Decided by", i["source"])
-    m[1].metric("Fragments sent", f"{len(d.selected)} of {len(d.fragments)}")
-    m[2].metric("Coverage", f"{d.coverage:.0%}", help="Share of requested fragments the services supplied.")
+    m[0].metric("Decided by", pg.SOURCE_WORDS.get(i["source"], i["source"]),
+                help=f"Routing source `{i['source']}`: keywords (`rules`) were decisive, the model chose "
+                     "(`model`), or the rules were unsure and no model answered (`fallback`: a best guess from "
+                     "the keyword scores).")
+    m[1].metric("Facts sent", f"{len(d.selected)} of {len(d.fragments)}",
+                help="Fragments: the eleven facts the services can supply about an athlete.")
+    m[2].metric("Coverage", f"{d.coverage:.0%}", help="Share of the requested facts the services supplied.")
     m[3].metric("Confidence", f"{d.confidence:.0%}",
-                help="Coverage × routing factor: 1.0 rules, 0.85 model, 0.6 fallback, 0.4 nothing matched.")
-    m[4].metric("Prompt tokens", d.tokens["prompt"], help="The naive prompt (whole bundle as JSON) would be "
-                f"{d.tokens['naive']} tokens.", delta=f"{d.tokens['saved_pct']:g}% smaller than naive",
-                delta_color="off", delta_arrow="off")
+                help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
+    m[4].metric("Prompt tokens", d.tokens["prompt"], help="A prompt with everything in it (the naive prompt: the "
+                f"whole bundle as JSON) would be {d.tokens['naive']} tokens.",
+                delta=f"{d.tokens['saved_pct']:g}% smaller than everything-in", delta_color="off", delta_arrow="off")
+    st.markdown(pg.decision_summary(d))
     if d.warnings:
         for w in d.warnings:
             st.warning(f"**Audit warning:** {w}", icon=":material/warning:")
@@ -543,14 +647,14 @@ def tab_decision(ctx: Context) -> None:
     with right:
         st.markdown(f"**Why:** {i['reason']}")
         if i["source"] != "rules" and len(i["contenders"]) > 1:
-            st.markdown(f"**Contenders:** {', '.join(i['contenders'])} — routing is uncertain, so the selection "
-                        "takes every contender's primary fragments and keeps what a contender needs even if "
-                        "another excludes it.")
+            st.markdown(f"**Possible intents** (contenders): {', '.join(i['contenders'])} — routing is uncertain, "
+                        "so every one of them gets its essential facts, and a fact one of them needs is kept even "
+                        "if another excludes it.")
         elif i["source"] != "rules":
-            st.markdown(f"**Contenders:** only {i['contenders'][0]} — no other intent is within the margin.")
+            st.markdown(f"**Possible intents** (contenders): only {i['contenders'][0]} — no other intent is "
+                        "within the margin.")
         if i.get("model"):
-            model = i["model"]
-            st.markdown(f"**Model answer:** `{model.get('raw')}` in {model.get('latency_ms')} ms")
+            st.markdown(f"**Model:** {pg.model_answer(i['model'])}")
         if i.get("matched_nothing"):
             st.info(f"No vocabulary matched. Scripts seen in the question: {', '.join(i.get('scripts') or []) or 'none'}. "
                     "Add terms in this language to the vocabulary (Policy editor) to route it by rules.")
@@ -573,29 +677,37 @@ def tab_decision(ctx: Context) -> None:
     sent, held = st.columns(2)
     with sent, st.container(key="sent_fragments"):
         st.markdown(f"**:green[Sent to the model ({len(d.selected)})]**, in prompt order")
-        st.markdown("\n".join(f"- **{f.name}** — {pg.explain_fragment(f, d)}"
+        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
                               for f in d.fragments if f.status == "selected") or "_nothing_")
     with held, st.container(key="withheld_fragments"):
         withheld = [f for f in d.fragments if f.status == "withheld"]
         st.markdown(f"**:red[Withheld ({len(withheld)})]**")
-        st.markdown("\n".join(f"- **{f.name}** — {pg.explain_fragment(f, d)}" for f in withheld) or "_nothing_")
+        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
+                              for f in withheld) or "_nothing_")
 
-    st.markdown("**All eleven fragments** — status, role, reasons, both costs and the line each one renders")
+    st.markdown("**All eleven facts** — status and why first; scroll right for costs, the line sent and the "
+                "technical names")
     frame = pg.fragments_frame(d)
     st.dataframe(
         frame.style.apply(_status_colors, axis=1), hide_index=True, width="stretch", key="fragments_table",
         height=35 * (len(frame) + 1) + 12,
-        column_order=["#", "fragment", "status", "role", "reasons", "cost", "hand", "measured", "line", "why",
-                      "service"],
         column_config={
             "#": st.column_config.NumberColumn("#", width=30, help="Prompt order"),
-            "reasons": st.column_config.TextColumn("reasons", width="medium",
-                                                   help="Reason codes; the sentences above give details"),
-            "cost": st.column_config.NumberColumn("cost", help=f"Cost the budget used ({d.tokens['cost_mode']})"),
-            "hand": st.column_config.NumberColumn("hand", help="Hand-assigned cost from the fragment registry"),
-            "measured": st.column_config.NumberColumn("measured", help="The rendered line counted with tiktoken"),
+            "fact": st.column_config.TextColumn("fact", width="medium", pinned=True,
+                                                help="The fact in plain words; its technical (fragment) name is "
+                                                     "in the last column"),
+            "status": st.column_config.TextColumn("status", width="small"),
+            "why": st.column_config.TextColumn("why", width="large",
+                                               help="The full sentences are in the lists above"),
+            "role": st.column_config.TextColumn("role", help="primary: always sent when available; secondary: "
+                                                             "sent while the tier's budget lasts"),
+            "cost": st.column_config.NumberColumn("cost", help=f"Tokens the budget counted ({d.tokens['cost_mode']})"),
             "line": st.column_config.TextColumn("line sent to the model", width="large"),
-            "why": st.column_config.TextColumn("why", width="large"),
+            "hand": st.column_config.NumberColumn("estimated", help="Hand-assigned cost from the fragment registry "
+                                                                    "(`hand`)"),
+            "measured": st.column_config.NumberColumn("measured", help="The rendered line counted with tiktoken"),
+            "reasons": st.column_config.TextColumn("reason codes", help="As in the Decision JSON"),
+            "fragment": st.column_config.TextColumn("fragment (technical name)"),
         },
     )
     with st.expander("Services for this athlete"):
@@ -1276,10 +1388,11 @@ def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOr
 
 
 def main() -> None:
-    st.set_page_config(page_title="coachctx policy playground", page_icon=":material/sprint:", layout="wide")
-    st.html("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro', monospace; "
-            "font-size: 0.85rem;}</style>")
-    st.title("coachctx policy playground")
+    # a local icon: a Material icon name makes the browser fetch it from Google on every rerun
+    st.set_page_config(page_title="coachctx policy playground", page_icon=ICON, layout="wide",
+                       initial_sidebar_state="collapsed")
+    st.html(PAGE_CSS)
+    st.markdown("#### coachctx policy playground")
     st.caption("What may the coaching assistant see about this athlete for this question — and why? "
                "Every fact below comes from the engine's Decision; no model is needed.")
     try:
@@ -1288,6 +1401,7 @@ def main() -> None:
         st.error(f"The checked-in policy is invalid, so the playground cannot start:\n\n{e}")
         st.stop()
     store = load_store()
+    keep_draft(policies, store)
     origin = origin_of(policies, store)
     view = render_inputs(policies)
     config = render_sidebar(policies, origin, store)

@@ -26,9 +26,11 @@ import openai
 import pandas as pd
 import yaml
 
+from coachctx.availability import facts
 from coachctx.classifier import DEFAULT_MODEL, DEFAULT_TIMEOUT_S
 from coachctx.decision import Decision, FragmentDecision
 from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.fragments import FRAGMENTS
 from coachctx.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
 from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.policy import (
@@ -42,7 +44,7 @@ from coachctx.policy import (
 )
 from coachctx.policy_diff import PolicyDiff
 from coachctx.services import Bundle
-from coachctx.store import Label, LabelMove, Version
+from coachctx.store import DRAFT_ID_PATTERN, Label, LabelMove, Version
 from coachctx.text import tokenise
 from coachctx.trace import make_trace
 
@@ -81,6 +83,63 @@ REASON_LABELS: Final[Mapping[str, str]] = {
 }
 
 STATUS_LABELS: Final[Mapping[str, str]] = {"selected": "✔ selected", "withheld": "✘ withheld"}
+
+# Plain words first, the technical name second (on hover, or in brackets): a coach reads the
+# first, an engineer greps for the second.
+FRAGMENT_TITLES: Final[Mapping[str, str]] = {
+    "athlete_profile": "Profile and preferences",
+    "chronotype": "Morning or evening person",
+    "training_block": "Current training block",
+    "baseline_aerobic": "Aerobic baseline",
+    "baseline_mobility": "Mobility baseline",
+    "baseline_strength": "Strength baseline",
+    "readiness_training": "Readiness to train today",
+    "readiness_recovery": "Recovery and sleep today",
+    "readiness_nutrition": "Nutrition today",
+    "readiness_injury": "Pain and injury today",
+    "conditions_today": "Today's weather and air",
+}
+ROLE_LABELS: Final[Mapping[str, str]] = {"primary": "essential (primary)", "secondary": "optional (secondary)",
+                                         "none": "not asked for"}
+SOURCE_WORDS: Final[Mapping[str, str]] = {"rules": "keywords", "model": "the model", "fallback": "best guess"}
+SCOPE_LABELS: Final[Mapping[str, str]] = {"auto": "from the question", "none": "no horizon", "today": "today",
+                                          "week": "this week", "months": "coming months"}
+COST_LABELS: Final[Mapping[str, str]] = {"hand": "estimated", "measured": "measured"}
+
+
+def fragment_title(name: str) -> str:
+    """'Pain and injury today (readiness_injury)'."""
+    title = FRAGMENT_TITLES.get(name)
+    return f"{title} ({name})" if title else name
+
+
+LANGUAGE_NAMES: Final[Mapping[str, str]] = {
+    "en": "English", "es": "Spanish", "de": "German", "fr": "French", "pt": "Portuguese", "it": "Italian",
+    "ja": "Japanese", "zh": "Chinese", "ko": "Korean", "ru": "Russian"}
+_MISSING_WORDS: Final[Mapping[str, str]] = {"unreachable": "service down", "never_computed": "never computed"}
+
+
+def athlete_label(athlete: str, bundle: Bundle, description: str = "") -> str:
+    """The athlete picker's entry says what is special about the athlete, read from the
+    athlete's fetched data: 'omar — readiness service down · English'."""
+    by_service: dict[str, str] = {}
+    empty: list[str] = []
+    for name, fact in facts(bundle).items():
+        if fact.missing is None:
+            continue
+        if fact.missing.code == "empty_field":
+            empty.append(FRAGMENT_TITLES.get(name, name).casefold())
+        else:
+            service = next(f.service for f in FRAGMENTS if f.name == name)
+            by_service[service] = _MISSING_WORDS.get(fact.missing.code, fact.missing.code)
+    notes = [f"{service} {words}" for service, words in by_service.items()]
+    if empty:
+        notes.append(f"empty fields: {', '.join(empty)}")
+    if "injection" in description.casefold():
+        notes.append("prompt-injection test")
+    language = LANGUAGE_NAMES.get(bundle.language or "", bundle.language or "")
+    head = "; ".join(notes) or "all services healthy"
+    return f"{athlete} — {head}" + (f" · {language}" if language else "")
 
 
 # --- the decision as tables --------------------------------------------------------------------
@@ -130,22 +189,23 @@ def explain_fragment(f: FragmentDecision, d: Decision) -> str:
 
 
 def fragments_frame(d: Decision) -> pd.DataFrame:
-    """All eleven fragments in prompt order (selected first), with status, role, reasons, both
-    costs and the rendered line."""
+    """All eleven fragments in prompt order (selected first): the fact in plain words, status and
+    why first, then role, both costs, the rendered line and the technical names."""
     rows = []
     for order, f in enumerate(d.fragments, start=1):
         rows.append({
             "#": order,
-            "fragment": f.name,
+            "fact": FRAGMENT_TITLES.get(f.name, f.name),
             "status": STATUS_LABELS.get(f.status, f.status),
-            "role": f.role,
             "why": explain_fragment(f, d),
-            "reasons": ", ".join(r["code"] for r in f.reasons) or "—",
+            "role": ROLE_LABELS.get(f.role, f.role),
             "cost": f.cost,
+            "line": f.line if f.line is not None else "— (no data)",
             "hand": f.cost_hand,
             "measured": f.cost_measured,
+            "reasons": ", ".join(r["code"] for r in f.reasons) or "—",
             "service": f.service,
-            "line": f.line if f.line is not None else "— (no data)",
+            "fragment": f.name,
         })
     return pd.DataFrame(rows)
 
@@ -198,7 +258,9 @@ def routing_chart(d: Decision) -> alt.LayerChart:
                               "label": f"margin {margin:g}: a runner-up in here makes the rules unsure"}])
         layers.append(alt.Chart(band).mark_rect(opacity=0.12, color="#ff7f0e").encode(
             x=alt.X("start:Q", scale=alt.Scale(domain=[0, x_max])), x2="end:Q", tooltip=["label"]))
-        layers.append(alt.Chart(band).mark_text(align="left", dx=3, dy=-4, color="#c45f00", baseline="bottom").encode(
+        # the margin's label sits a line above the threshold's: both can be at the same x (a
+        # runner-up at zero with threshold 1 and margin 1)
+        layers.append(alt.Chart(band).mark_text(align="left", dx=3, dy=-18, color="#c45f00", baseline="bottom").encode(
             x=alt.X("start:Q", scale=alt.Scale(domain=[0, x_max])), y=alt.value(0),
             text=alt.value(f"margin {margin:g}")))
     rule_df = pd.DataFrame([{"threshold": threshold, "label": f"threshold {threshold:g}"}])
@@ -213,6 +275,24 @@ def routing_headline(d: Decision) -> str:
     i = d.intent
     routed = _and(i["contenders"]) if i["source"] != "rules" and len(i["contenders"]) > 1 else i["name"]
     return f"Routed to **{routed}** by {SOURCE_LABELS.get(i['source'], i['source'])}."
+
+
+def model_answer(model: Mapping[str, Any]) -> str:
+    """What the model said at routing, without a raw None: 'answered `injury` in 840 ms'."""
+    raw, latency = model.get("raw"), model.get("latency_ms")
+    took = f" in {latency:.0f} ms" if isinstance(latency, int | float) else ""
+    if raw is None or not str(raw).strip():
+        return f"asked, but gave no answer{took}"
+    return f"answered `{_short(str(raw), 80).replace('`', chr(39))}`{took}"
+
+
+def decision_summary(d: Decision) -> str:
+    """One line a coach reads first: what goes in, and what stays out and why."""
+    sent = [FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "selected"]
+    held = [f"{FRAGMENT_TITLES.get(f.name, f.name)} ({REASON_LABELS.get(f.reasons[0]['code'], f.reasons[0]['code'])})"
+            if f.reasons else FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "withheld"]
+    return (f"**:green[Sent:]** {', '.join(sent) or 'nothing'}  \n"
+            f"**:red[Withheld:]** {', '.join(held) or 'nothing'}")
 
 
 def service_status_lines(d: Decision) -> list[str]:
@@ -702,7 +782,7 @@ def decision_trace_json(d: Decision, bundle: Bundle, *, cost_mode: str, budget: 
 
 @dataclass(frozen=True)
 class ViewState:
-    """What a shared link restores."""
+    """What a link restores, and what Back and Forward step through."""
 
     question: str
     athlete: str
@@ -711,20 +791,35 @@ class ViewState:
     budget: int | None = None
     cost_mode: str = "hand"
     policy_digest: str | None = None
+    draft_id: str | None = None
+    """The edited draft kept in the policy store under this id: a reload restores it."""
 
 
-URL_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "policy")
+URL_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "policy", "draft")
+VIEW_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs")
+"""The parameters Back and Forward restore (the policy and the draft are not history)."""
 MAX_URL_BUDGET: Final = 1_000_000
 _DIGEST = re.compile(r"^[0-9a-f]{6,64}$")
+_BUDGET = re.compile(r"^[0-9]{1,7}$")  # ASCII digits only: str.isdigit() accepts '²', which int() refuses
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates (which no encoder accepts) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def encode_view(view: ViewState) -> dict[str, str]:
-    """Query parameters for a view; the budget only for a custom tier."""
-    params = {"q": view.question, "athlete": view.athlete, "scope": view.scope, "tier": view.tier,
+    """Query parameters for a view; the budget only for a custom tier; the policy digest only
+    when no draft id restores the policy itself (a digest that changes with every edit would
+    add a history entry per keystroke)."""
+    params = {"q": clean_text(view.question), "athlete": view.athlete, "scope": view.scope, "tier": view.tier,
               "costs": view.cost_mode}
     if view.tier == "custom" and view.budget is not None:
         params["budget"] = str(view.budget)
-    if view.policy_digest:
+    if view.draft_id:
+        params["draft"] = view.draft_id
+    elif view.policy_digest:
         params["policy"] = view.policy_digest
     return params
 
@@ -733,22 +828,28 @@ def _param(params: Mapping[str, Any], key: str) -> str | None:
     value = params.get(key)
     if isinstance(value, list | tuple):
         value = value[-1] if value else None
-    return value if isinstance(value, str) else None
+    return clean_text(value) if isinstance(value, str) else None
+
+
+def _shown(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "…")
 
 
 def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Sequence[str],
                 default: ViewState) -> tuple[ViewState, list[str]]:
-    """A view from query parameters; anything unusable keeps the default and is reported."""
+    """A view from query parameters; anything unusable keeps the default and is reported in a
+    one-line note. Never raises, whatever the parameters hold."""
     notes: list[str] = []
     out = dict(question=default.question, athlete=default.athlete, scope=default.scope, tier=default.tier,
-               budget=default.budget, cost_mode=default.cost_mode, policy_digest=None)
+               budget=default.budget, cost_mode=default.cost_mode, policy_digest=None, draft_id=None)
 
-    def take(key: str, field: str, allowed: Sequence[str] | None, what: str) -> None:
+    def take(key: str, field: str, allowed: Sequence[str], what: str) -> None:
         value = _param(params, key)
         if value is None:
             return
-        if allowed is not None and value not in allowed:
-            notes.append(f"the link's {what} {value!r} is not one of {', '.join(allowed)}; kept {out[field]!r}")
+        if value not in allowed:
+            notes.append(f"the link's {what} {_shown(value)} is not one of {', '.join(allowed)}; "
+                         f"kept {out[field]!r}")
             return
         out[field] = value
 
@@ -757,23 +858,31 @@ def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Se
         if q.strip() and len(q) <= MAX_QUESTION_CHARS:
             out["question"] = q
         else:
-            notes.append("the link's question is empty or too long; kept the default question")
+            notes.append(f"the link's question is empty or longer than {MAX_QUESTION_CHARS:,} characters; "
+                         "kept the default question")
     take("athlete", "athlete", athletes, "athlete")
-    take("scope", "scope", SCOPE_REQUESTS, "scope")
+    take("scope", "scope", SCOPE_REQUESTS, "time horizon")
     take("tier", "tier", [*tiers, "custom"], "tier")
     take("costs", "cost_mode", COST_MODES, "cost mode")
     budget = _param(params, "budget")
     if budget is not None:
-        if budget.isdigit() and int(budget) <= MAX_URL_BUDGET:
+        if _BUDGET.match(budget) and int(budget) <= MAX_URL_BUDGET:
             out["budget"] = int(budget)
         else:
-            notes.append(f"the link's budget {budget!r} is not a whole number of tokens; ignored")
+            notes.append(f"the link's budget {_shown(budget)} is not a whole number of tokens from 0 to "
+                         f"{MAX_URL_BUDGET:,}; ignored")
     digest = _param(params, "policy")
     if digest is not None:
         if _DIGEST.match(digest):
             out["policy_digest"] = digest
         else:
-            notes.append("the link's policy digest is malformed; ignored")
+            notes.append(f"the link's policy digest {_shown(digest)} is not a digest; ignored")
+    draft = _param(params, "draft")
+    if draft is not None:
+        if DRAFT_ID_PATTERN.match(draft):
+            out["draft_id"] = draft
+        else:
+            notes.append(f"the link's draft id {_shown(draft)} is malformed; ignored")
     return ViewState(**out), notes  # type: ignore[arg-type]
 
 

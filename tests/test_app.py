@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import streamlit as st
 import yaml
 from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
 from openai_server import ChatBehaviour, ChatServer
@@ -94,7 +95,7 @@ class TestDecisionView:
         assert len(table) == 11
         for name in READINESS:
             assert table.loc[name, "status"] == pg.STATUS_LABELS["selected"]
-            assert table.loc[name, "role"] == "primary"
+            assert table.loc[name, "role"] == pg.ROLE_LABELS["primary"]
         assert set(table["hand"]) and set(table["measured"])  # both costs side by side
         withheld = table[table["status"] == pg.STATUS_LABELS["withheld"]]
         assert all(withheld["why"].str.len() > 0)
@@ -142,9 +143,9 @@ class TestDecisionView:
 
     def test_custom_budget_and_measured_costs_reach_the_decision(self) -> None:
         at = started()
-        at.button_group(key="tier").set_value("custom").run()
+        at.selectbox(key="tier").set_value("custom").run()
         at.number_input(key="budget").set_value(0).run()
-        at.button_group(key="cost_mode").set_value("measured").run()
+        at.selectbox(key="cost_mode").set_value("measured").run()
         d = decision(at)
         assert d["tier"] == "custom" and d["budget"] == 0 and d["tokens"]["cost_mode"] == "measured"
         over = [f["name"] for f in d["fragments"] if any(r["code"] == "over_budget" for r in f["reasons"])]
@@ -157,8 +158,8 @@ class TestDecisionView:
         at.selectbox(key="athlete").set_value(athlete).run()
         for scope in SCOPE_REQUESTS:
             for tier in ("free", "paid", "custom"):
-                at.button_group(key="scope").set_value(scope)
-                at.button_group(key="tier").set_value(tier)
+                at.selectbox(key="scope").set_value(scope)
+                at.selectbox(key="tier").set_value(tier)
                 at.run()
                 assert not at.exception, (athlete, scope, tier, [e.stack_trace for e in at.exception])
                 d = decision(at)
@@ -322,7 +323,7 @@ class TestUrlState:
         at = new_app()
         at.query_params.update(q=pg.PAIN_QUESTION, athlete="maya", policy="0123456789ab")
         at.run()
-        assert any("0123456789ab" in w.value and "shared with policy" in w.value for w in at.sidebar.warning)
+        assert any("0123456789ab" in w.value and "names policy" in w.value for w in at.sidebar.warning)
 
     def test_bad_values_in_the_link_are_ignored_and_reported(self) -> None:
         at = new_app()
@@ -332,6 +333,135 @@ class TestUrlState:
         assert decision(at)["athlete"] == "maya"
         notes = " ".join(i.value for i in at.sidebar.info)
         assert "'nobody'" in notes and "'gold'" in notes
+
+
+class TestDraftSurvivesReloadAndHistory:
+    """A reload is a new session with the same address; a restart also loses every cache."""
+
+    def edited(self) -> tuple[AppTest, str]:
+        at = started()
+        text = draft_with(set_margin_zero)
+        at.text_area(key="policy_yaml").set_value(text).run()
+        assert not at.exception
+        return at, text
+
+    def reopen(self, at: AppTest, *, restart: bool = False) -> AppTest:
+        if restart:
+            st.cache_data.clear()
+            st.cache_resource.clear()
+        again = new_app()
+        again.query_params.update(dict(at.query_params))
+        again.run()
+        assert not again.exception, [e.stack_trace for e in again.exception]
+        return again
+
+    @pytest.mark.parametrize("restart", [False, True], ids=["reload", "restart"])
+    def test_an_edited_draft_survives(self, restart: bool) -> None:
+        at, text = self.edited()
+        assert at.query_params["draft"] == at.session_state["draft_id"]
+        assert "policy" not in at.query_params  # the draft restores the policy; no digest churn in history
+        again = self.reopen(at, restart=restart)
+        assert again.text_area(key="policy_yaml").value == text
+        assert decision(again)["policy"]["digest"] == decision(at)["policy"]["digest"]
+        # about the user's own reload, nothing speaks of a link someone shared
+        assert not at.sidebar.warning and not again.sidebar.warning
+        assert any("kept in the policy store" in c.value for c in again.sidebar.caption)
+
+    def test_an_invalid_draft_survives_too(self) -> None:
+        at = started()
+        at.text_area(key="policy_yaml").set_value("routing: [unclosed\n").run()
+        again = self.reopen(at)
+        assert again.text_area(key="policy_yaml").value == "routing: [unclosed\n"
+        assert decision(again)["policy"]["digest"] == load_policy().digest  # the last valid policy decides
+
+    def test_a_loaded_version_stays_the_draft_base_after_a_reload(self) -> None:
+        at = started()
+        at.text_input(key="author").input("ana").run()
+        at.text_input(key="save_message").input("baseline").run()
+        at.selectbox(key="save_label").set_value("live").run()
+        at.button(key="save_version").click().run()
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        again = self.reopen(at)
+        assert again.session_state["draft_base"] == 1
+        assert decision(again)["policy"]["source"] == "playground draft, edited from store:v1"
+
+    def test_an_untouched_page_keeps_no_draft(self) -> None:
+        at = started()
+        at.text_input(key="question").input("thanks!").run()
+        assert "draft" not in at.query_params and at.session_state["draft_id"] is None
+
+    def test_a_draft_this_store_does_not_have_is_reported(self) -> None:
+        at = new_app()
+        at.query_params.update(q=pg.PAIN_QUESTION, draft="AbCdEfGh1234")
+        at.run()
+        assert not at.exception
+        assert any("AbCdEfGh1234" in i.value and "not in this policy store" in i.value for i in at.sidebar.info)
+        assert decision(at)["policy"]["digest"] == load_policy().digest
+
+    def test_back_and_forward_restore_the_question(self) -> None:
+        at = started()
+        first = dict(at.query_params)
+        at.text_input(key="question").input("How much protein per day?").run()
+        second = dict(at.query_params)
+        assert second["q"] == "How much protein per day?"
+        at.query_params.clear()
+        at.query_params.update(first)  # what Back does: the same session reruns with the older entry
+        at.run()
+        assert at.text_input(key="question").value == pg.PAIN_QUESTION
+        assert decision(at)["question"] == pg.PAIN_QUESTION
+        assert dict(at.query_params) == first  # and the page does not push the newer view again
+        at.query_params.clear()
+        at.query_params.update(second)  # Forward
+        at.run()
+        assert decision(at)["question"] == "How much protein per day?"
+
+    def test_back_restores_the_athlete_and_keeps_the_draft(self) -> None:
+        at, text = self.edited()
+        before = dict(at.query_params)
+        at.selectbox(key="athlete").set_value("omar").run()
+        at.query_params.clear()
+        at.query_params.update(before)
+        at.run()
+        assert at.selectbox(key="athlete").value == "maya"
+        assert at.text_area(key="policy_yaml").value == text
+
+
+class TestAddressParameters:
+    @pytest.mark.parametrize(("params", "shown"), [
+        ({"tier": "custom", "budget": "²"}, "'²'"),
+        ({"tier": "custom", "budget": "-5"}, "'-5'"),
+        ({"tier": "custom", "budget": "99999999999"}, "'99999999999'"),
+        ({"scope": "yesterday"}, "'yesterday'"),
+        ({"costs": "guess"}, "'guess'"),
+        ({"athlete": "../etc/passwd"}, "'../etc/passwd'"),
+        ({"policy": "<script>"}, "'<script>'"),
+        ({"draft": "x"}, "'x'"),
+        ({"q": "x" * 3000}, "longer than"),
+        ({"q": "   "}, "empty"),
+    ])
+    def test_a_bad_parameter_gives_a_message_and_falls_back(self, params: dict[str, str], shown: str) -> None:
+        at = new_app()
+        at.query_params.update(params)
+        at.run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        notes = " ".join(i.value for i in at.sidebar.info)
+        assert shown in notes
+        d = decision(at)
+        assert d["athlete"] == "maya" and d["question"] == pg.PAIN_QUESTION
+
+    def test_decode_view_never_raises(self) -> None:
+        default = pg.ViewState(question="q", athlete="maya")
+        for value in ("²", "٣", "1e3", "", "\ufffd", "0x10", " 7"):
+            view, notes = pg.decode_view({"budget": value, "tier": "custom"}, athletes=["maya"], tiers=["paid"],
+                                         default=default)
+            assert view.budget is None and notes, value
+        assert pg.decode_view({"budget": "7"}, athletes=["maya"], tiers=["paid"], default=default)[0].budget == 7
+
+    def test_lone_surrogates_are_replaced(self) -> None:
+        assert pg.clean_text("knee \ud800 pain") == "knee \ufffd pain"
+        view, _ = pg.decode_view({"q": "knee \udfff"}, athletes=["maya"], tiers=["paid"],
+                                 default=pg.ViewState(question="q", athlete="maya"))
+        assert view.question == "knee \ufffd"
 
 
 # --- reproduce a trace ---------------------------------------------------------------------------
