@@ -371,6 +371,7 @@ def on_policy_upload() -> None:
         text, policy = pg.import_policy_bytes(data, upload.name)
     except PolicyError as e:
         readable = data.decode("utf-8", errors="replace") if len(data) <= pg.MAX_IMPORT_BYTES else ""
+        st.session_state["import_text"] = readable
         st.session_state["import_status"] = ("error", f"{upload.name} was not imported; the draft is unchanged.",
                                              pg.problems_of(e, readable))
         return
@@ -464,35 +465,94 @@ def move_label(url: str, label: str, expected: int | None, widget_key: str) -> N
                      "are in the label's log below.")
 
 
+def set_editor_status(feedback: pg.EditFeedback) -> None:
+    st.session_state["editor_status"] = feedback
+
+
+def write_draft(path: tuple[str | int, ...], value: Any) -> bool:
+    """Set `value` at `path` in the draft text, keeping its comments; False when the draft
+    cannot be edited by the form (it does not parse)."""
+    ss = st.session_state
+    try:
+        ss["policy_yaml"] = pg.edit_draft_text(ss["policy_yaml"], path, value)
+    except PolicyError as e:
+        set_editor_status(pg.EditFeedback("warning", f"Not changed: {e}"))
+        return False
+    return True
+
+
+def where_words(path: tuple[str | int, ...]) -> str:
+    return pg.describe_path(".".join(str(p) for p in path))
+
+
 def edit_setting(path: tuple[str | int, ...], widget_key: str) -> None:
-    """A form control changed: write its value into the draft YAML at `path`."""
-    data = pg.draft_data(st.session_state["policy_yaml"])
+    """A form control changed: write its value into the draft YAML at `path`, and say what it did."""
+    ss = st.session_state
+    data = pg.draft_data(ss["policy_yaml"])
     if data is None:
         return
-    st.session_state["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, path, st.session_state[widget_key]))
+    value = ss[widget_key]
+    if len(path) == 3 and path[0] == "intents" and path[2] in ("primary", "secondary", "exclude"):
+        feedback = pg.list_edit_feedback(data, str(path[1]), str(path[2]), list(value))
+    else:
+        old = pg.draft_value(data, path)
+        feedback = (pg.EditFeedback("info", f"No change: {where_words(path)} is already {pg.show_value(value)}.")
+                    if old == value else
+                    pg.EditFeedback("ok", f"Set {where_words(path)} to {pg.show_value(value)} (was "
+                                          f"{pg.show_value(old)})."))
+    if feedback.kind != "info" and not write_draft(path, value):
+        return
+    set_editor_status(feedback)
+
+
+def follow_offer(path: tuple[str | int, ...], value: Any, done: str) -> None:
+    if write_draft(path, value):
+        set_editor_status(pg.EditFeedback("ok", done))
 
 
 def edit_table(path: tuple[str | int, ...], widget_key: str, base_rows: list[dict[str, Any]],
                rebuild: Callable[[list[dict[str, Any]]], Any]) -> None:
-    data = pg.draft_data(st.session_state["policy_yaml"])
+    ss = st.session_state
+    data = pg.draft_data(ss["policy_yaml"])
     if data is None:
         return
-    rows = pg.apply_table_edits(base_rows, st.session_state[widget_key])
-    st.session_state["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, path, rebuild(rows)))
+    edits = ss[widget_key]
+    value = rebuild(pg.apply_table_edits(base_rows, edits))
+    if pg.draft_value(data, path) == value:
+        set_editor_status(pg.EditFeedback("info", f"No change to {where_words(path)}: the table reads as before "
+                                                  "(a row needs every column filled in to count)."))
+        return
+    if write_draft(path, value):
+        n = len(edits.get("edited_rows") or {}), len(edits.get("added_rows") or []), len(edits.get("deleted_rows") or [])
+        set_editor_status(pg.EditFeedback("ok", f"Updated {where_words(path)}: {n[0]} row(s) edited, {n[1]} added, "
+                                                f"{n[2]} deleted."))
 
 
 def add_term(intent: str, key: str) -> None:
     ss = st.session_state
-    term = str(ss.get(f"{key}.term") or "").strip()
+    term = " ".join(str(ss.get(f"{key}.term") or "").split())
     data = pg.draft_data(ss["policy_yaml"])
-    if not term or data is None:
+    if data is None:
+        return
+    if not term:
+        set_editor_status(pg.EditFeedback("info", "Type a term first, then press Add term."))
         return
     language = ss.get(f"{key}.language") or "en"
     weight = float(ss.get(f"{key}.weight") or 1.0)
-    terms = dict(_mapping(_mapping(_mapping(data.get("vocabulary")).get(intent)).get(language)))
-    terms[term] = weight
-    ss["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, ("vocabulary", intent, language), terms))
+    found = pg.find_term(data, intent, term)
+    if found is not None:
+        where, had = found
+        set_editor_status(pg.EditFeedback("info", f"No change: “{term}” is already a term of {intent} ({where}, "
+                                                  f"weight {pg.show_value(had)}). Change its weight in the table."))
+        return
+    try:
+        ss["policy_yaml"] = pg.add_term_text(ss["policy_yaml"], intent, language, term, weight)
+    except PolicyError as e:
+        set_editor_status(pg.EditFeedback("warning", f"Not added: {e}"))
+        return
     ss[f"{key}.term"] = ""
+    set_editor_status(pg.EditFeedback("ok", f"Added “{term}” to {intent}'s vocabulary ({language}, weight "
+                                            f"{weight:g}). Only that line of the YAML changed."))
 
 
 def open_trace_inputs(inputs: Mapping[str, Any], tiers: list[str]) -> None:
@@ -809,7 +869,7 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
 def tab_policy(ctx: Context) -> None:
     p = ctx.policies
     st.markdown("Edit the policy here; the decision view follows every **valid** draft. An invalid draft never "
-                "replaces the policy in use. Form controls rewrite the YAML (its comments are dropped).")
+                "replaces the policy in use. The form changes only the lines it edits: the YAML's comments stay.")
     form, text = st.columns([1, 1.3], gap="large")
     with text:
         st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
@@ -818,9 +878,7 @@ def tab_policy(ctx: Context) -> None:
         else:
             st.error(f"This draft has {len(p.draft.problems)} problem(s), so the decision still uses the last valid "
                      f"policy (digest `{p.working.digest}`). Fix:")
-            for problem in p.draft.problems:
-                line = f" (line {problem.line})" if problem.line else ""
-                st.markdown(f"- **{problem.where}**{line}: {problem.message}  \n  `{problem.path or 'document'}`")
+            render_problems(p.draft.problems, p.draft_text)
         render_lint(p.draft.policy)
         st.button("Reset the draft to the checked-in policy", on_click=reset_draft, key="reset_draft")
     with form:
@@ -857,11 +915,11 @@ def tab_policy(ctx: Context) -> None:
     st.subheader("Export and import")
     ex, im = st.columns(2)
     with ex:
-        st.download_button("Download policy YAML", data=pg.export_policy_yaml(p.working),
+        st.download_button("Download policy YAML", data=pg.export_policy_yaml(p.working, st.session_state["working_yaml"]),
                            file_name=f"coachctx-policy-{p.working.digest}.yaml", mime="application/x-yaml",
                            on_click="ignore", key="export_policy", icon=":material/download:")
-        st.caption(f"Exports the policy in use (digest `{p.working.digest}`); `coachctx check-policy FILE` accepts "
-                   "it and importing it back gives the same digest.")
+        st.caption(f"Exports the policy in use (fingerprint `{p.working.digest}`) as written, comments included; "
+                   "`coachctx check-policy FILE` accepts it and importing it back gives the same fingerprint.")
     with im:
         st.file_uploader(f"Import a policy YAML (at most {pg.MAX_IMPORT_BYTES // 1024} KB)", type=["yaml", "yml"],
                          key="policy_upload", on_change=on_policy_upload, max_upload_size=1)
@@ -869,9 +927,20 @@ def tab_policy(ctx: Context) -> None:
         if status:
             kind, message, problems = status
             (st.success if kind == "ok" else st.error)(message)
-            for problem in problems:
-                line = f" (line {problem.line})" if problem.line else ""
-                st.markdown(f"- **{problem.where}**{line}: {problem.message}")
+            render_problems(problems, st.session_state.get("import_text", ""))
+
+
+def render_problems(problems: Sequence[pg.Problem], text: str) -> None:
+    """Each problem once: where (a line, or a place in the policy and its line), what, and the
+    lines around it with their numbers."""
+    for problem in problems:
+        where = problem.where if problem.where.startswith("line ") or problem.line is None else \
+            f"{problem.where} (line {problem.line})"
+        st.markdown(f"- **{where}**: {problem.message}" + (f"  \n  `{problem.path}`" if problem.path and
+                                                           not problem.path.startswith("line ") else ""))
+        snippet = pg.line_snippet(text, problem.line) if problem.line else ""
+        if snippet:
+            st.code(snippet, language=None)
 
 
 def render_lint(policy: Policy | None) -> None:
@@ -905,20 +974,46 @@ def _number(value: Any, default: float) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else default
 
 
+def render_editor_status() -> None:
+    """What the last form edit did (or why it did nothing), with its one-click follow-up."""
+    feedback: pg.EditFeedback | None = st.session_state.get("editor_status")
+    if feedback is None:
+        return
+    show = {"ok": st.success, "info": st.info, "warning": st.warning}.get(feedback.kind, st.info)
+    show(feedback.message, icon={"ok": ":material/check:", "info": ":material/info:"}.get(feedback.kind,
+                                                                                           ":material/warning:"))
+    if feedback.offer is not None:
+        label, path, value = feedback.offer
+        st.button(label, key="editor_offer", on_click=follow_offer, args=(path, value, f"Done: {label.lower()}."),
+                  icon=":material/add:")
+
+
+FIELD_LABELS: Mapping[str, tuple[str, str]] = {
+    "primary": ("Essential facts (primary)", "Always sent when the service supplied them; never cut by the budget."),
+    "secondary": ("Optional facts (secondary)", "Sent in this order while the tier's token budget lasts."),
+    "exclude": ("Withheld facts (exclude)", "Withheld when routing is certain, even if another intent with "
+                                            "evidence would bring them. A fact the intent does not ask for is "
+                                            "not sent either way."),
+}
+
+
 def render_policy_form(draft_text: str) -> None:
     data = pg.draft_data(draft_text)
     if data is None:
-        st.info("The form needs YAML that parses; fix the syntax error shown next to the text area.")
+        st.info("The form needs YAML that parses; fix the syntax error shown under the text.")
         return
+    render_editor_status()
     k = f"ed.{text_key(draft_text)}"  # new widgets after every draft change, seeded from the draft
     st.markdown("**Routing thresholds**")
     routing = _mapping(data.get("routing"))
     c1, c2 = st.columns(2)
     c1.number_input("Confidence threshold", min_value=0.0, step=0.5, key=f"{k}.threshold",
                     value=_number(routing.get("confident_threshold"), 1.0),
+                    help="routing.confident_threshold: the top intent's keyword score must reach this.",
                     on_change=edit_setting, args=(("routing", "confident_threshold"), f"{k}.threshold"))
     c2.number_input("Margin over the runner-up", min_value=0.0, step=0.5, key=f"{k}.margin",
                     value=_number(routing.get("margin"), 1.0),
+                    help="routing.margin: the top intent must lead the next one by at least this.",
                     on_change=edit_setting, args=(("routing", "margin"), f"{k}.margin"))
 
     st.markdown("**Intent**")
@@ -928,31 +1023,36 @@ def render_policy_form(draft_text: str) -> None:
         values = spec.get(field)
         current = [f for f in values if isinstance(f, str)] if isinstance(values, list) else []
         options = [*FRAGMENT_NAMES, *[f for f in current if f not in FRAGMENT_NAMES]]
-        st.multiselect(f"{field}", options, default=current, key=f"{k}.{intent}.{field}",
+        label, help_text = FIELD_LABELS[field]
+        st.multiselect(label, options, default=current, key=f"{k}.{intent}.{field}",
+                       format_func=lambda f: pg.FRAGMENT_TITLES.get(f, f),
                        on_change=edit_setting, args=(("intents", intent, field), f"{k}.{intent}.{field}"),
-                       help={"primary": "Always sent when available; never cut by the budget.",
-                             "secondary": "Sent in this order while the tier's budget lasts.",
-                             "exclude": "Withheld when routing is certain."}[field])
+                       help=f"{help_text} In the YAML: intents.{intent}.{field}.")
     max_words = spec.get("max_words")
-    st.number_input("max words in a reply", min_value=1, max_value=2000, step=10, key=f"{k}.{intent}.max_words",
+    st.number_input("Longest reply (words)", min_value=1, max_value=2000, step=10, key=f"{k}.{intent}.max_words",
                     value=max_words if isinstance(max_words, int) and 1 <= max_words <= 2000 else 200,
+                    help=f"intents.{intent}.max_words",
                     on_change=edit_setting, args=(("intents", intent, "max_words"), f"{k}.{intent}.max_words"))
 
-    st.markdown(f"**Vocabulary of {intent}** (terms and weights; edit cells, add or delete rows)")
+    st.markdown(f"**Words that point to {intent}** (the vocabulary: terms and weights; edit cells, add or delete "
+                "rows)")
     vocab = pg.vocabulary_rows(data, intent)
     st.data_editor(vocab, key=f"{k}.vocab.{intent}", num_rows="dynamic", hide_index=True, width="stretch",
                    height=220, on_change=edit_table,
                    args=(("vocabulary", intent), f"{k}.vocab.{intent}", vocab.to_dict("records"),
                          pg.vocabulary_from_rows),
                    column_config={"weight": st.column_config.NumberColumn(min_value=0.0, step=0.5)})
-    a1, a2, a3, a4 = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
-    a1.text_input("New term", key=f"add.{intent}.term", placeholder="e.g. niggle")
-    a2.selectbox("Language", ["en", "es", "de", "fr", "pt", "it", "ja", "zh", "ko", "ru"], key=f"add.{intent}.language")
-    a3.number_input("Weight", min_value=0.5, max_value=100.0, step=0.5, value=1.0, key=f"add.{intent}.weight")
-    a4.button("Add term", key=f"add.{intent}.go", on_click=add_term, args=(intent, f"add.{intent}"))
+    a1, a2 = st.columns([2, 1])
+    a1.text_input("New term", key=f"add.{intent}.term", placeholder="e.g. twinge")
+    a2.selectbox("Language", list(pg.LANGUAGE_NAMES), key=f"add.{intent}.language",
+                 format_func=lambda code: f"{code} · {pg.LANGUAGE_NAMES[code]}")
+    b1, b2 = st.columns([1, 1], vertical_alignment="bottom")
+    b1.number_input("Weight", min_value=0.5, max_value=100.0, step=0.5, value=1.0, key=f"add.{intent}.weight")
+    b2.button("Add term", key=f"add.{intent}.go", on_click=add_term, args=(intent, f"add.{intent}"),
+              icon=":material/add:", width="stretch")
 
-    st.markdown("**Scope modifiers** (what a time horizon promotes, demotes or drops, and why)")
-    scope = st.selectbox("Time horizon", list(SCOPES), key="ed_scope")
+    st.markdown("**Time-horizon rules** (scope modifiers: what a horizon promotes, demotes or drops, and why)")
+    scope = st.selectbox("Time horizon", list(SCOPES), key="ed_scope", format_func=lambda s: pg.SCOPE_LABELS.get(s, s))
     mods = pg.modifier_rows(data, scope)
     st.data_editor(
         mods, key=f"{k}.mods.{scope}", num_rows="dynamic", hide_index=True, width="stretch", on_change=edit_table,
@@ -1387,6 +1487,19 @@ def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOr
     return d, None
 
 
+# The browser asks before leaving (closing the tab, following a link away) while the draft holds
+# edits that no saved version has. A reload asks too, and keeps the draft when confirmed.
+UNSAVED_GUARD = """<script>
+window.coachctxUnsaved = %s;
+if (!window.coachctxGuard) {
+  window.coachctxGuard = true;
+  window.addEventListener("beforeunload", (event) => {
+    if (window.coachctxUnsaved) { event.preventDefault(); event.returnValue = ""; }
+  });
+}
+</script>"""
+
+
 def main() -> None:
     # a local icon: a Material icon name makes the browser fetch it from Google on every rerun
     st.set_page_config(page_title="coachctx policy playground", page_icon=ICON, layout="wide",
@@ -1409,6 +1522,8 @@ def main() -> None:
     if error and view.question.strip():
         st.error(error)
     write_query_params(view)
+    unsaved = not policies.draft.ok or origin.source.startswith(pg.DRAFT_SOURCE)
+    st.html(UNSAVED_GUARD % ("true" if unsaved else "false"), unsafe_allow_javascript=True)
     ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
                   origin=origin)
     for (_, render), tab in zip(TABS, st.tabs([name for name, _ in TABS]), strict=True):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import io
 import json
 import os
 import re
@@ -398,9 +399,43 @@ class Problem:
     message: str
 
 
+def yaml_error_line(text: str) -> int | None:
+    """The line a YAML syntax error belongs to: where the unfinished construct (a list, a quote,
+    a key) starts, which is where a coach has to look, not where the parser gave up."""
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.context_mark or e.problem_mark
+        return mark.line + 1 if mark is not None else None
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return None
+
+
+_LINE_PATH = re.compile(r"^line (\d+)")
+
+
 def problems_of(error: PolicyError, text: str) -> list[Problem]:
-    return [Problem(path=path, where=describe_path(path), line=line_of(text, path), message=message)
-            for path, message in error.problems]
+    out = []
+    for path, message in error.problems:
+        m = _LINE_PATH.match(path)
+        if m:
+            line = yaml_error_line(text) if "YAML syntax error" in message else None
+            line = line or int(m.group(1))
+            out.append(Problem(path=path, where=f"line {line}", line=line, message=message))
+        else:
+            out.append(Problem(path=path, where=describe_path(path), line=line_of(text, path), message=message))
+    return out
+
+
+def line_snippet(text: str, line: int, around: int = 2) -> str:
+    """The lines around `line` (1-based), numbered, the line itself marked with '>'."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    first, last = max(1, line - around), min(len(lines), line + around)
+    width = len(str(last))
+    return "\n".join(f"{'>' if n == line else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1))
 
 
 @dataclass(frozen=True)
@@ -482,11 +517,15 @@ def diff_markdown(diff: PolicyDiff, before_name: str, after_name: str) -> str:
 
 EXPORT_HEADER: Final = ("# coachctx policy, exported from the playground (digest {digest}).\n"
                         "# Check it with `coachctx check-policy FILE`; import it back into the playground.\n")
+_EXPORT_HEADER = re.compile(r"\A# coachctx policy, exported from the playground \(digest [0-9a-f]+\)\.\n"
+                            r"# Check it with `coachctx check-policy FILE`; import it back into the playground\.\n")
 
 
-def export_policy_yaml(policy: Policy) -> str:
-    """YAML that `coachctx check-policy` accepts and that imports back to an equal policy."""
-    return EXPORT_HEADER.format(digest=policy.digest) + policy_to_yaml(policy)
+def export_policy_yaml(policy: Policy, text: str | None = None) -> str:
+    """YAML that `coachctx check-policy` accepts and that imports back to an equal policy: the
+    draft's own text when given (its comments and layout kept), else the canonical layout."""
+    body = policy_to_yaml(policy) if text is None else _EXPORT_HEADER.sub("", text, count=1)
+    return EXPORT_HEADER.format(digest=policy.digest) + body
 
 
 def import_policy_bytes(data: bytes, name: str = "<upload>") -> tuple[str, Policy]:
@@ -530,6 +569,257 @@ def with_setting(data: Mapping[str, Any], path: Sequence[str | int], value: Any)
             node = node[part]
     node[path[-1]] = value
     return out
+
+
+# Form edits change the draft's text in place: the value's span is rewritten (found with the
+# parser's marks) and nothing else moves, so the checked-in file's comments and line breaks
+# survive. Where a span cannot be rewritten alone (a key that does not exist yet, a block
+# collection), ruamel.yaml's round trip sets the value: comments survive, some lines re-wrap.
+
+
+def _node_at(text: str, path: Sequence[str | int]) -> yaml.Node | None:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    for part in path:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            child = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            child = node.value[part]
+        if child is None:
+            return None
+        node = child
+    return node
+
+
+def _flow(value: Any, column: int) -> str:
+    """`value` as flow YAML that fits where a node started at `column` (continuation lines
+    indented past it, so the text around stays valid)."""
+    dumped = yaml.dump(value, Dumper=YAML_DUMPER, default_flow_style=True, allow_unicode=True, sort_keys=False,
+                       width=max(40, 110 - column))
+    dumped = dumped.removesuffix("\n").removesuffix("\n...").rstrip("\n")
+    return dumped.replace("\n", "\n" + " " * (column + 1))
+
+
+def _in_place(text: str, path: Sequence[str | int], value: Any) -> str | None:
+    node = _node_at(text, path)
+    if node is None:
+        return None
+    if isinstance(node, yaml.ScalarNode) and node.style not in (None, "'", '"'):
+        return None  # a literal or folded block scalar: its span includes the lines below
+    if isinstance(node, yaml.CollectionNode) and not node.flow_style:
+        return None
+    start, end = node.start_mark.index, node.end_mark.index
+    return text[:start] + _flow(value, node.start_mark.column) + text[end:]
+
+
+def _new_key(text: str, path: Sequence[str | int], value: Any) -> str | None:
+    """A key the draft does not have yet, written as one more line of its parent mapping (or one
+    more entry of a flow mapping); a missing parent is created the same way."""
+    if not path:
+        return None
+    parent = _node_at(text, path[:-1])
+    if parent is None:
+        return _new_key(text, path[:-1], {path[-1]: value})
+    if not isinstance(parent, yaml.MappingNode):
+        return None
+    if parent.flow_style:
+        close = parent.end_mark.index - 1
+        if text[close] != "}":
+            return None
+        entry = _flow({path[-1]: value}, parent.start_mark.column)[1:-1]
+        return text[:close] + (", " if parent.value else "") + entry + text[close:]
+    if not parent.value:
+        return None
+    last = parent.value[-1][1]
+    if isinstance(last, yaml.CollectionNode) and not last.flow_style:
+        return None  # the line after a block collection may hold the next section's comments
+    indent = parent.value[0][0].start_mark.column
+    end = text.find("\n", last.end_mark.index)
+    end = len(text) if end < 0 else end
+    line = " " * indent + _flow({path[-1]: value}, indent)[1:-1]
+    return text[:end] + "\n" + line + text[end:]
+
+
+def _piecewise(text: str, path: Sequence[str | int], value: Any) -> str | None:
+    """A block mapping or sequence changed entry by entry (each in place, or a new key or item
+    line), so a table edit rewrites only the rows that changed. None when an entry was removed."""
+    node = _node_at(text, path)
+    old = _get_path(draft_data(text), path)
+    if isinstance(node, yaml.MappingNode) and isinstance(old, Mapping) and isinstance(value, Mapping):
+        if any(k not in value for k in old):
+            return None
+        for key, item in value.items():
+            if old.get(key) != item:
+                step = _in_place(text, [*path, key], item) if key in old else _new_key(text, [*path, key], item)
+                if step is None:
+                    step = _piecewise(text, [*path, key], item) if key in old else None
+                if step is None:
+                    return None
+                text = step
+        return text
+    if isinstance(node, yaml.SequenceNode) and not node.flow_style and isinstance(old, list) \
+            and isinstance(value, list) and len(value) >= len(old) and old:
+        for i, item in enumerate(value[:len(old)]):
+            if old[i] != item:
+                step = _in_place(text, [*path, i], item)
+                if step is None:
+                    return None
+                text = step
+        for item in value[len(old):]:
+            seq = _node_at(text, path)
+            if not isinstance(seq, yaml.SequenceNode) or not seq.value:
+                return None
+            last = seq.value[-1]
+            if isinstance(last, yaml.CollectionNode) and not last.flow_style:
+                return None
+            end = text.find("\n", last.end_mark.index)
+            end = len(text) if end < 0 else end
+            column = last.start_mark.column
+            text = text[:end] + "\n" + " " * (column - 2) + "- " + _flow(item, column) + text[end:]
+        return text
+    return None
+
+
+def _get_path(data: Any, path: Sequence[str | int]) -> Any:
+    for part in path:
+        if isinstance(data, Mapping):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _round_trip(text: str, path: Sequence[str | int], value: Any) -> str:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+
+    rt = YAML(typ="rt")
+    rt.width, rt.preserve_quotes = 4096, True  # ruamel's wrapping can split a multi-word key in a flow map
+    rt.indent(mapping=2, sequence=4, offset=2)
+    data = rt.load(text)
+    node = data
+    for part in path[:-1]:
+        if isinstance(node, dict) and not isinstance(node.get(part), dict | list):
+            node[part] = CommentedMap()
+        node = node[part]
+    node[path[-1]] = value
+    out = io.StringIO()
+    rt.dump(data, out)
+    return out.getvalue()
+
+
+def edit_draft_text(text: str, path: Sequence[str | int], value: Any) -> str:
+    """The draft's text with the value at `path` set, keeping every comment. The result is
+    checked against a plain data edit; a text that would not read back as intended is never
+    returned (the canonical dump is, comments lost, as a last resort)."""
+    data = draft_data(text)
+    if data is None:
+        raise PolicyError("<draft>", [("", "the draft does not parse as a YAML mapping, so the form cannot edit it")])
+    wanted = with_setting(data, path, value)
+    for attempt in (_in_place, _piecewise, _new_key, _round_trip):
+        try:
+            candidate = attempt(text, path, value)
+        except Exception:  # ruamel raises its own error types for exotic documents: try the next way
+            continue
+        if candidate is not None and draft_data(candidate) == wanted:
+            return candidate
+    return draft_to_yaml(wanted)
+
+
+def add_term_text(text: str, intent: str, language: str, term: str, weight: float) -> str:
+    """A new term appended inside the language's flow mapping (a one-line change), else set
+    through `edit_draft_text`."""
+    node = _node_at(text, ("vocabulary", intent, language))
+    data = draft_data(text)
+    terms = _get(_get(_get(data, "vocabulary"), intent), language)
+    wanted = {**(dict(terms) if isinstance(terms, Mapping) else {}), term: weight}
+    if isinstance(node, yaml.MappingNode) and node.flow_style and data is not None:
+        close = node.end_mark.index - 1
+        if text[close] == "}":
+            entry = _flow({term: weight}, 0)[1:-1]
+            candidate = text[:close] + (", " if node.value else "") + entry + text[close:]
+            if draft_data(candidate) == with_setting(data, ("vocabulary", intent, language), wanted):
+                return candidate
+    return edit_draft_text(text, ("vocabulary", intent, language), wanted)
+
+
+def draft_value(data: Mapping[str, Any] | None, path: Sequence[str | int]) -> Any:
+    """The value at `path` in draft data, None where the path does not exist."""
+    return _get_path(data, path)
+
+
+def show_value(value: Any) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return _show(value)
+
+
+def find_term(data: Mapping[str, Any], intent: str, term: str) -> tuple[str, Any] | None:
+    """(language, weight) of `term` in the intent's vocabulary, matched without case."""
+    by_language = _get(_get(data, "vocabulary"), intent)
+    if not isinstance(by_language, Mapping):
+        return None
+    folded = term.casefold()
+    for language, terms in by_language.items():
+        if isinstance(terms, Mapping):
+            for t, w in terms.items():
+                if str(t).casefold() == folded:
+                    return str(language), w
+    return None
+
+
+@dataclass(frozen=True)
+class EditFeedback:
+    """What a form edit did, in a coach's words; `offer` is a one-click follow-up
+    (label, path, value) when the edit probably did not do what was meant."""
+
+    kind: str  # "ok", "info" (nothing changed), "warning" (done, but read this)
+    message: str
+    offer: tuple[str, tuple[str | int, ...], Any] | None = None
+
+
+def _names(fragments: Sequence[str]) -> str:
+    return _and([fragment_title(f) for f in fragments])
+
+
+def list_edit_feedback(data: Mapping[str, Any], intent: str, field: str, new: Sequence[str]) -> EditFeedback:
+    """Feedback for a change to an intent's primary, secondary or exclude list."""
+    spec = _get(_get(data, "intents"), intent)
+    old_values = _get(spec, field)
+    old = [f for f in old_values if isinstance(f, str)] if isinstance(old_values, list) else []
+    added, removed = [f for f in new if f not in old], [f for f in old if f not in new]
+    if not added and not removed:
+        if list(new) != old:
+            return EditFeedback("ok", f"Reordered {intent}'s {field} list: {', '.join(new)}.")
+        return EditFeedback("info", f"No change: {intent}'s {field} list already reads {', '.join(new) or 'empty'}.")
+    parts = []
+    if added:
+        parts.append(f"added {_names(added)} to")
+    if removed:
+        parts.append(f"removed {_names(removed)} from")
+    message = f"{' and '.join(parts).capitalize()} {intent}'s {field} list."
+    if field == "exclude" and removed:
+        asked = set(_get(spec, "primary") or []) | set(_get(spec, "secondary") or [])
+        still_out = [f for f in removed if f not in asked]
+        if still_out:
+            message += (f" An exclude only withholds a fact the intent might otherwise get (from another intent "
+                        f"with evidence, or while routing is unsure). {intent} does not ask for "
+                        f"{_names(still_out)} itself, so on a clear {intent} question it stays out — now as "
+                        "“not asked for” instead of “excluded”. To send it, add it to the secondary list.")
+            secondary = [f for f in (_get(spec, "secondary") or []) if isinstance(f, str)]
+            return EditFeedback("warning", message, (f"Add {_names(still_out)} to {intent}'s secondary list",
+                                                     ("intents", intent, "secondary"), [*secondary, *still_out]))
+    if field == "exclude" and added:
+        message += (" It is withheld on questions routed to " + intent + " with certainty; a contender or a "
+                    "question that names it still gets it.")
+    return EditFeedback("ok", message)
 
 
 def _get(data: Any, key: str) -> Any:

@@ -209,7 +209,7 @@ class TestPolicyEditor:
     def test_form_list_edit_and_new_term(self) -> None:
         at = started()
         at.selectbox(key="ed_intent").set_value("injury").run()
-        exclude = next(m for m in at.multiselect if m.label == "exclude")
+        exclude = next(m for m in at.multiselect if m.label == "Withheld facts (exclude)")
         exclude.set_value([]).run()
         assert parse_policy(at.session_state["policy_yaml"]).intent("injury").exclude == []
         at.text_input(key="add.injury.term").input("zorblat").run()
@@ -239,9 +239,9 @@ class TestPolicyEditor:
     def test_yaml_syntax_error_names_the_line(self) -> None:
         at = started()
         good = decision(at)["policy"]["digest"]
-        at.text_area(key="policy_yaml").set_value("routing: {margin: [1\n").run()
+        at.text_area(key="policy_yaml").set_value("tiers: {free: 50}\nrouting: {margin: [1\n").run()
         assert not at.exception
-        assert "line 2" in all_text(at)
+        assert "**line 2**" in all_text(at)  # where the unclosed mapping starts, not where the text ends
         assert decision(at)["policy"]["digest"] == good
 
     def test_diff_lists_the_changed_setting(self) -> None:
@@ -270,7 +270,96 @@ class TestPolicyEditor:
         assert any("was not imported" in e.value for e in at.error)
 
 
+def comment_lines(text: str) -> list[str]:
+    return [line[line.index("#"):] for line in text.splitlines() if "#" in line]
+
+
+CHECKED_IN_TEXT = (Path(__file__).resolve().parents[1] / "policy" / "default.yaml").read_text(encoding="utf-8")
+
+
+class TestEditorFeedback:
+    def test_a_form_edit_changes_one_line_and_keeps_every_comment(self) -> None:
+        at = started()
+        margin = next(n for n in at.number_input if n.label == "Margin over the runner-up")
+        margin.set_value(0.5).run()
+        text = at.session_state["policy_yaml"]
+        assert comment_lines(text) == comment_lines(CHECKED_IN_TEXT)
+        changed = [(a, b) for a, b in zip(CHECKED_IN_TEXT.splitlines(), text.splitlines(), strict=True) if a != b]
+        assert len(changed) == 1 and "margin: 0.5" in changed[0][1] and "# ..." in changed[0][1]
+        assert any("Set confidence threshold" in s.value or "margin" in s.value for s in at.success)
+
+    def test_adding_a_term_that_exists_says_so_and_changes_nothing(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("injury").run()
+        before = at.session_state["policy_yaml"]
+        at.text_input(key="add.injury.term").input("Pain").run()
+        at.button(key="add.injury.go").click().run()
+        assert at.session_state["policy_yaml"] == before
+        assert any("already a term of injury" in i.value and "en" in i.value for i in at.info)
+
+    def test_a_new_term_is_one_added_entry(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("injury").run()
+        at.text_input(key="add.injury.term").input("zorblat").run()
+        at.button(key="add.injury.go").click().run()
+        text = at.session_state["policy_yaml"]
+        assert comment_lines(text) == comment_lines(CHECKED_IN_TEXT)
+        changed = [b for a, b in zip(CHECKED_IN_TEXT.splitlines(), text.splitlines(), strict=True) if a != b]
+        assert len(changed) == 1 and changed[0].rstrip().endswith("zorblat: 1.0}")
+        assert any("Added “zorblat”" in s.value for s in at.success)
+
+    def test_removing_an_exclude_explains_and_offers_add_to_secondary(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("training").run()
+        exclude = next(m for m in at.multiselect if m.label == "Withheld facts (exclude)")
+        assert "readiness_recovery" in exclude.value
+        exclude.set_value([f for f in exclude.value if f != "readiness_recovery"]).run()
+        assert parse_policy(at.session_state["policy_yaml"]).intent("training").exclude == ["readiness_injury"]
+        warning = next(w.value for w in at.warning if "exclude list" in w.value)
+        assert "does not ask for" in warning and "not asked for" in warning and "secondary" in warning
+        at.text_input(key="question").input("How hard should my interval session be?").run()
+        withheld = {f["name"]: [r["code"] for r in f["reasons"]] for f in decision(at)["fragments"]}
+        assert withheld["readiness_recovery"] == ["not_requested"]  # still out, as the warning said
+        at.button(key="editor_offer").click().run()
+        assert "readiness_recovery" in parse_policy(at.session_state["policy_yaml"]).intent("training").secondary
+        assert "readiness_recovery" in decision(at)["selected"]
+
+    def test_an_edit_that_changes_nothing_says_so(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("injury").run()
+        primary = next(m for m in at.multiselect if m.label == "Essential facts (primary)")
+        before = at.session_state["policy_yaml"]
+        primary.set_value(list(primary.value)).run()
+        max_words = next(n for n in at.number_input if n.label == "Longest reply (words)")
+        max_words.set_value(max_words.value).run()
+        assert at.session_state["policy_yaml"] == before
+
+    def test_a_yaml_error_is_reported_once_at_its_line_with_the_line_shown(self) -> None:
+        at = started()
+        lines = CHECKED_IN_TEXT.splitlines()
+        assert lines[10].startswith("  margin:")
+        lines[10] = "  margin: [1.0, 2.0"  # line 11: a list never closed
+        at.text_area(key="policy_yaml").set_value("\n".join(lines) + "\n").run()
+        assert not at.exception
+        problems = [m.value for m in at.markdown if m.value.startswith("- **line")]
+        assert len(problems) == 1 and problems[0].startswith("- **line 11**"), problems
+        assert "line 13" not in problems[0]
+        snippet = next(c.value for c in at.code if "> 11 |" in c.value)
+        assert "margin: [1.0, 2.0" in snippet and " 10 |" in snippet
+
+
 class TestExportImport:
+    def test_export_keeps_the_drafts_comments_and_imports_back(self, tmp_path: Path) -> None:
+        text = CHECKED_IN_TEXT.replace("margin: 1.0 ", "margin: 0.5 ")
+        policy = parse_policy(text)
+        exported = pg.export_policy_yaml(policy, text)
+        assert comment_lines(CHECKED_IN_TEXT)[0] in exported and "# ... and lead the runner-up" in exported
+        assert cli.main(["check-policy", str(_write(tmp_path / "e.yaml", exported))]) == 0
+        _, again = pg.import_policy_bytes(exported.encode(), "e.yaml")
+        assert again.digest == policy.digest
+        assert pg.export_policy_yaml(again, exported) == exported  # no second header on a re-export
+
+
     def test_export_round_trips_and_check_policy_accepts_it(self, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
         policy = parse_policy(draft_with(set_margin_zero))
@@ -293,6 +382,11 @@ class TestExportImport:
             pg.import_policy_bytes(b"\xff\xfe\x00", "latin.yaml")
         with pytest.raises(PolicyError, match=r"YAML"):
             pg.import_policy_bytes(b"!!python/object/apply:os.system ['true']", "evil.yaml")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 # --- sharing: the URL ----------------------------------------------------------------------------
