@@ -435,8 +435,9 @@ def load_into_draft(url: str, number: int) -> None:
     ss["draft_undo"] = {"text": ss["policy_yaml"], "base": ss.get("draft_base")}
     ss["policy_yaml"] = version.yaml
     ss["draft_base"] = number
-    set_status("ok", f"Loaded version {number} into the draft; saving builds on it. The draft you had is kept "
-                     "for one undo.")
+    ss.pop("save_label", None)  # a new base: the save label's default is worked out again
+    set_status("ok", f"The page now decides with version {number} (it is your draft: saving builds on it). The "
+                     "draft you had is kept for one undo.")
 
 
 def undo_load() -> None:
@@ -447,22 +448,26 @@ def undo_load() -> None:
         set_status("ok", "Restored the draft you had before loading a version.")
 
 
-def move_label(url: str, label: str, expected: int | None, widget_key: str) -> None:
+def move_label(url: str, label: str, expected: int | None, widget_key: str | None, target: int | None = None,
+               how: str = "moved") -> None:
+    """Point `label` at `target` (or the version chosen in `widget_key`), if it still points at
+    `expected`. The page keeps deciding with the draft; the status offers to use the version here."""
     ss = st.session_state
-    target = ss.get(widget_key)
+    if target is None and widget_key is not None:
+        target = ss.get(widget_key)
     if target is None:
         return
     try:
         open_store(url).set_label(label, int(target), author=ss.get("author") or "", expected=expected)
     except StaleSaveError as e:
-        set_status("error", f"Not moved: {label} no longer points at version {expected}; someone moved it to "
-                            f"version {e.head} meanwhile. The page now shows where it points; choose again.")
+        set_status("error", f"Not {how}: {label} no longer points at version {expected}; it was moved to version "
+                            f"{e.head} meanwhile. The page now shows where it points; choose again.")
         return
     except CoachctxError as e:
-        set_status("error", f"Not moved: {e}")
+        set_status("error", f"Not {how}: {e}")
         return
-    set_status("ok", f"{label} now points at version {target} (it pointed at {expected}). Saves and label moves "
-                     "are in the label's log below.")
+    set_status("ok", f"{label} now points at version {target} (it pointed at {expected}). Every move is in the "
+                     "label's log below.", {"use": int(target)})
 
 
 def set_editor_status(feedback: pg.EditFeedback) -> None:
@@ -629,7 +634,8 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
             st.caption(f"The checked-in policy is `{policies.checked_in.digest}`.")
         live = sv.label_map.get("live")
         if live is not None and origin.version != str(live.version):
-            st.caption(f"`live` points at version {live.version}; load it in the Versions tab to decide with it.")
+            st.caption(f"`live` points at version {live.version}; “Use version {live.version} (live) here” in the "
+                       "Versions tab decides with it.")
         if not policies.draft.ok:
             st.error(f"The draft has {len(policies.draft.problems)} problem(s); the decision uses the last valid "
                      "version. See the Policy editor tab.")
@@ -1162,15 +1168,28 @@ def render_versions_status(ctx: Context) -> None:
     kind, message = status["kind"], status["message"]
     if kind == "ok":
         st.success(message, icon=":material/check_circle:")
+        use = status.get("use")
+        if isinstance(use, int) and ctx.origin.version != str(use):
+            st.button(f"Use version {use} here", key="use_moved", on_click=load_into_draft, args=(ctx.store.url, use),
+                      icon=":material/input:", help=f"The page decides with your draft; this makes version {use} "
+                                                   "the draft (your current draft is kept for one undo).")
     elif kind != "stale":
         st.error(message, icon=":material/error:")
     else:
-        why = "another coach saved first" if status.get("base") is not None else \
-            f"{status.get('label')} already points at another version"
+        head_version = ctx.store.version(status["head"]) if isinstance(status.get("head"), int) else None
+        if status.get("base") is None or head_version is None:
+            why = f"{status.get('label')} already points at another version"
+        else:
+            who = head_version.author
+            you = (st.session_state.get("author") or "").strip()
+            saver = f"you ({who}) saved" if you and you == who else f"{who} saved"
+            why = (f"{saver} version {head_version.number} on {status.get('label')} at "
+                   f"{head_version.created_at:%H:%M} UTC ({head_version.created_at:%Y-%m-%d}), after the version "
+                   f"{status.get('base')} your draft is based on")
         st.error(f"**Not saved — {why}.** {message}.  \n**Nothing is lost:** your draft is "
-                 "unchanged on this page, and their version stays where it is. To keep your work as it is, save "
-                 f"it with “{NO_LABEL}” (it becomes a version of its own); to build on theirs, compare below, "
-                 "load their version and redo your change.", icon=":material/group:")
+                 "unchanged on this page, and the newer version stays where it is. To keep your work as it is, save "
+                 f"it with “{NO_LABEL}” (it becomes a version of its own); to build on the newer one, compare below, "
+                 "use it here and redo your change.", icon=":material/group:")
         head, base = status.get("head"), status.get("base")
         theirs = ctx.store.version(head) if isinstance(head, int) else None
         mine = ctx.store.version(base) if isinstance(base, int) else None
@@ -1197,6 +1216,13 @@ def tab_versions(ctx: Context) -> None:
     st.markdown(f"**The decision uses** {ctx.origin.description} (digest `{ctx.policies.working.digest}`)."
                 + (f" Saving builds on version {base}." if base is not None else
                    " The draft is not based on a stored version yet."))
+    live = sv.label_map.get("live")
+    if live is not None and ctx.origin.version != str(live.version):
+        c1, c2 = st.columns([3, 1], vertical_alignment="center")
+        c1.caption(f"`live` (what serves athletes) points at version {live.version}; the page decides with "
+                   f"{ctx.origin.description}.")
+        c2.button(f"Use version {live.version} (live) here", key="use_live", on_click=load_into_draft,
+                  args=(sv.url, live.version), icon=":material/input:")
     render_versions_status(ctx)
     st.columns([1, 2])[0].text_input("Your name (recorded with every save and label move)", key="author",
                                      max_chars=MAX_AUTHOR_CHARS)
@@ -1218,11 +1244,11 @@ def tab_versions(ctx: Context) -> None:
             st.caption(f"The newest {HISTORY_LIMIT} versions; `coachctx policy history` lists them all.")
         numbers = [v.number for v in sv.versions]
         c1, c2, c3 = st.columns([3, 1.2, 1.5], vertical_alignment="bottom")
-        chosen = c1.selectbox("Load a version into the draft", numbers, key="load_ref",
+        chosen = c1.selectbox("Decide with a stored version", numbers, key="load_ref",
                               index=default_index(numbers, base),
                               format_func=lambda n: choice_title(f"v{n}", ctx))
-        c2.button("Load into the draft", key="load_go", on_click=load_into_draft, args=(sv.url, chosen),
-                  help="Replaces the draft with this version; saving then builds on it.")
+        c2.button("Use this version here", key="load_go", on_click=load_into_draft, args=(sv.url, chosen),
+                  help="Makes this version your draft: the page decides with it, and saving builds on it.")
         if ss.get("draft_undo"):
             c3.button("Undo: restore the previous draft", key="undo_load", on_click=undo_load)
 
@@ -1237,16 +1263,16 @@ def render_save(ctx: Context) -> None:
                   placeholder="e.g. training may see recovery readiness: sleep matters for intensity")
     labels = list(dict.fromkeys(["live", "draft", *sv.label_map]))
     options = [NO_LABEL, *labels]
+    base = ss.get("draft_base")
     label = st.selectbox("Then point this label at it", options, key="save_label",
-                         index=default_index(options, "draft"),
-                         format_func=lambda name: name if name == NO_LABEL else
-                         f"{name} (now version {sv.label_map[name].version})" if name in sv.label_map
-                         else f"{name} (new label)",
+                         index=default_index(options, pg.default_save_label(sv.label_map, base), NO_LABEL),
                          help="live: what serves athletes; draft: work in progress. A label only moves if it "
                               "still points at the version your draft is based on, so nobody's save is "
                               "overwritten.")
     head = sv.label_map[label].version if label in sv.label_map else None
-    base = ss.get("draft_base")
+    if label != NO_LABEL:
+        st.caption(f"{label} now points at version {head}." if head is not None else
+                   f"{label} does not exist yet: this save creates it.")
     if head is not None and head != base:
         st.warning(f"{label} points at version {head}, but your draft is based on "
                    f"{f'version {base}' if base is not None else 'no stored version'}: this save would be refused. "
@@ -1274,19 +1300,28 @@ def render_labels(ctx: Context) -> None:
     digests = {v.number: v.digest for v in sv.versions}
     st.dataframe(pg.labels_frame(sv.label_map, digests), hide_index=True, width="stretch", key="labels_table")
     names = list(sv.label_map)
-    label = st.selectbox("Label to move", names, key="move_label", index=default_index(names, "live"))
+    label = st.selectbox("Label", names, key="move_label", index=default_index(names, "live"))
     head = sv.label_map[label].version
     assert sv.store is not None
     moves = sv.store.label_log(label)
+    previous = pg.previous_version(moves)
+    if previous is not None:
+        last = moves[0]
+        st.button(f"Revert {label} to version {previous}", key="revert_go", icon=":material/undo:",
+                  on_click=move_label, args=(sv.url, label, head, None, previous, "reverted"),
+                  help=f"Undo {label}'s last move: {pg.describe_move(last)}. No version is deleted; the revert "
+                       "is logged.")
+        st.caption(f"Revert undoes the last move: {pg.describe_move(last)}.")
+    else:
+        st.caption(f"{label} has not moved since it was created, so there is nothing to revert.")
     numbers = [v.number for v in sv.versions]
-    widget_key = f"move_to.{label}.{head}"  # a new default whenever the label moves: the version before
-    target = st.selectbox(f"Point {label} at", numbers, key=widget_key,
-                          index=default_index(numbers, pg.previous_version(moves), head),
-                          format_func=lambda n: choice_title(f"v{n}", ctx))
-    st.button(f"Point {label} at version {target}" + (" (revert)" if target < head else ""), key="move_go",
-              on_click=move_label, args=(sv.url, label, head, widget_key), disabled=target == head,
-              icon=":material/undo:" if target < head else ":material/redo:",
-              help="Revert = point live back at an older version. No version is deleted; the move is logged.")
+    widget_key = f"move_to.{label}.{head}"  # a fresh choice whenever the label moves
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    target = c1.selectbox(f"Or point {label} at any version", numbers, key=widget_key,
+                          index=default_index(numbers, head), format_func=lambda n: choice_title(f"v{n}", ctx))
+    c2.button(f"Point {label} at version {target}", key="move_go", on_click=move_label,
+              args=(sv.url, label, head, widget_key), disabled=target == head, icon=":material/label:",
+              help=f"Moves the label only: what {label} serves changes; the page keeps deciding with your draft.")
     with st.expander(f"Every move of {label}"):
         st.dataframe(pg.label_moves_frame(moves), hide_index=True, width="stretch", key="label_moves")
 

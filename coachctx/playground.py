@@ -964,6 +964,20 @@ def label_moves_frame(moves: Sequence[LabelMove]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["at (UTC)", "from", "to", "how", "by"])
 
 
+def describe_move(move: LabelMove) -> str:
+    """'version 1 → 2, saved by ana at 2026-12-03 19:40 UTC'."""
+    how = "saved" if move.kind == "save" else "pointed"
+    before = f"version {move.previous} → " if move.previous is not None else "created at "
+    return f"{before}version {move.version}, {how} by {move.author} at {move.at:%Y-%m-%d %H:%M} UTC"
+
+
+def default_save_label(labels: Mapping[str, Label], base: int | None) -> str | None:
+    """The label a save moves by default: `draft` when the save can move it (it does not exist
+    yet, or points at the version the draft is based on), else none, so the default save succeeds."""
+    draft = labels.get("draft")
+    return "draft" if draft is None or draft.version == base else None
+
+
 def previous_version(moves: Sequence[LabelMove]) -> int | None:
     """Where the label pointed before its latest move: what a revert goes back to."""
     return moves[0].previous if moves else None
