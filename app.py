@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -51,7 +52,9 @@ CHECKED_IN = "policy/default.yaml"
 ICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
 # Less empty space above the title, so the decision summary is on the first screen at 1366×768.
 PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro', monospace; font-size: 0.85rem;}"
-            "[data-testid='stMainBlockContainer'] {padding-top: 3.5rem;}</style>")
+            "[data-testid='stMainBlockContainer'] {padding-top: 3.5rem;}"
+            # each uploader states its limit once, in its label; Streamlit's line would state a second one
+            "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
 SAMPLE_LOG = Path(__file__).resolve().parent / "sample_logs" / "questions.jsonl"
 HISTORY_LIMIT = 500
 NO_LABEL = "(no label)"
@@ -134,6 +137,12 @@ def secrets_settings() -> dict[str, str]:
         return {}
     except Exception:  # a malformed secrets.toml must not take the page down
         return {}
+
+
+def upload_cap(limit: int) -> int:
+    """Streamlit's own cap (whole MB), set above ours: a file a little over our limit then gets our
+    message inline, where the result would be, instead of a red chip explaining only on hover."""
+    return 2 * math.ceil(limit / (1024 * 1024))
 
 
 def text_key(text: str) -> str:
@@ -562,9 +571,14 @@ def add_term(intent: str, key: str) -> None:
 
 def open_trace_inputs(inputs: Mapping[str, Any], tiers: list[str]) -> None:
     ss = st.session_state
-    ss["question"] = str(inputs.get("question", ""))
-    if upstream().has(str(inputs.get("athlete"))):
-        ss["athlete"] = str(inputs["athlete"])
+    ss["question"] = pg.clean_text(str(inputs.get("question", "")))[:MAX_QUESTION_CHARS]
+    kept = []
+    athlete = str(inputs.get("athlete"))
+    if upstream().has(athlete):
+        ss["athlete"] = athlete
+    else:
+        kept.append(f"the trace's athlete {athlete!r} is not a sample athlete here, so the question opens with "
+                    f"{ss.get('athlete')}")
     if inputs.get("scope") in SCOPE_REQUESTS:
         ss["scope"] = inputs["scope"]
     tier = inputs.get("tier")
@@ -572,8 +586,11 @@ def open_trace_inputs(inputs: Mapping[str, Any], tiers: list[str]) -> None:
         ss["tier"], ss["budget"] = "custom", inputs["budget"]
     elif tier in tiers:
         ss["tier"] = tier
+    elif tier is not None:
+        kept.append(f"the trace's tier {tier!r} is not in the policy in use, so the question opens on {ss.get('tier')}")
     if inputs.get("cost_mode") in COST_MODES:
         ss["cost_mode"] = inputs["cost_mode"]
+    ss["trace_opened"] = kept
 
 
 # --- the page ----------------------------------------------------------------------------------
@@ -927,8 +944,9 @@ def tab_policy(ctx: Context) -> None:
         st.caption(f"Exports the policy in use (fingerprint `{p.working.digest}`) as written, comments included; "
                    "`coachctx check-policy FILE` accepts it and importing it back gives the same fingerprint.")
     with im:
-        st.file_uploader(f"Import a policy YAML (at most {pg.MAX_IMPORT_BYTES // 1024} KB)", type=["yaml", "yml"],
-                         key="policy_upload", on_change=on_policy_upload, max_upload_size=1)
+        st.file_uploader(f"Import a policy (.yaml, at most {pg.human_size(pg.MAX_IMPORT_BYTES)})",
+                         type=["yaml", "yml"], key="policy_upload", on_change=on_policy_upload,
+                         max_upload_size=upload_cap(pg.MAX_IMPORT_BYTES))
         status = st.session_state.get("import_status")
         if status:
             kind, message, problems = status
@@ -1075,18 +1093,20 @@ def tab_trace(ctx: Context) -> None:
     st.markdown("Upload a decision trace written by `coachctx explain QUESTION --athlete ID --trace-out FILE`. "
                 "The page decides again from the trace's own data snapshot under the policy in use "
                 f"(digest `{ctx.policies.working.digest}`) and highlights what changed.")
-    upload = st.file_uploader("Decision trace (JSON)", type=["json"], key="trace_upload",
-                              max_upload_size=max(1, MAX_TRACE_BYTES // (1024 * 1024)))
+    upload = st.file_uploader(f"Decision trace (.json, at most {pg.human_size(MAX_TRACE_BYTES)})", type=["json"],
+                              key="trace_upload", max_upload_size=upload_cap(MAX_TRACE_BYTES))
     if upload is None:
         return
     try:
-        trace = parse_trace(upload.getvalue(), upload.name)
+        data = upload.getvalue()
+        pg.check_upload_size(upload.name, len(data), MAX_TRACE_BYTES, "a trace")
+        trace = parse_trace(data, upload.name)
         result = replay(trace, ctx.policies.working, policy_source=ctx.origin.source,
                         policy_version=ctx.origin.version)
     except (TraceError, CoachctxError) as e:
-        st.error(f"Cannot reproduce this trace: {e}")
+        st.error(f"Cannot reproduce this trace: {e}", icon=":material/error:")
         return
-    inputs = trace.inputs
+    inputs = pg.cleaned(trace.inputs)  # a trace's JSON may carry lone surrogates (\ud800): shown, not crashed on
     raw_policy = trace.decision.get("policy")
     recorded_digest = raw_policy.get("digest") if isinstance(raw_policy, Mapping) else None
     st.markdown(f"**Question:** {inputs.get('question')}  \n**Athlete:** {inputs.get('athlete')} · scope "
@@ -1096,22 +1116,29 @@ def tab_trace(ctx: Context) -> None:
         st.success("Same decision: the policy in use decides exactly as recorded.")
     else:
         st.error(f"{len(result.differences)} difference(s) between the recorded decision and the policy in use.")
-        st.dataframe(pg.differences_frame(result.differences).style.apply(
+        st.dataframe(pg.differences_frame(pg.cleaned(result.differences)).style.apply(
             lambda row: ["background-color: rgba(214, 39, 40, 0.12)"] * len(row), axis=1),
             hide_index=True, width="stretch", key="trace_differences")
-    frame = pg.trace_fragments_frame(trace.decision, result.decision)
+    frame = pg.trace_fragments_frame(pg.cleaned(trace.decision), result.decision)
     st.markdown("**Fragment by fragment** (changed rows highlighted)")
     st.dataframe(frame.style.apply(
         lambda row: (["background-color: rgba(214, 39, 40, 0.15)"] if row["changed"] else [""]) * len(row), axis=1),
         hide_index=True, width="stretch", key="trace_fragments", height=35 * (len(frame) + 1) + 12)
+    known = upstream().has(str(inputs.get("athlete")))
+    if not known:
+        st.warning(f"The trace's athlete {str(inputs.get('athlete'))!r} is not one of the sample athletes here, so "
+                   "opening the question decides it for the athlete chosen above, with that athlete's data. The "
+                   "comparison on this tab uses the trace's own snapshot.", icon=":material/person_off:")
+    for note in st.session_state.pop("trace_opened", None) or []:
+        st.info(f"Opened the question above; {note}.")
     st.button("Open this question in the playground", key="open_trace", on_click=open_trace_inputs,
               args=(dict(inputs), list(ctx.policies.working.tiers)),
               help="Copies the trace's question, athlete, scope, tier and cost mode into the inputs above. The "
                    "Decision tab then uses today's sample data for that athlete, not the trace's snapshot.")
     with st.expander("Recorded decision (JSON)"):
-        st.json(dict(trace.decision), expanded=False)
+        st.json(pg.cleaned(dict(trace.decision)), expanded=False)
     with st.expander("Decision under the policy in use (JSON)"):
-        st.json(result.decision.to_json(), expanded=False)
+        st.json(pg.cleaned(result.decision.to_json()), expanded=False)
 
 
 # --- versions: save, history, labels, revert, compare ------------------------------------------
@@ -1412,11 +1439,11 @@ def impact_questions(source: str) -> tuple[QuestionSet | None, tuple[str, ...]]:
             st.error(f"The sample log {SAMPLE_LOG.name} is missing; `python sample_logs/make_log.py` writes it.")
             return None, ()
         return sample_questions(str(SAMPLE_LOG), SAMPLE_LOG.stat().st_mtime), ("sample", str(SAMPLE_LOG.stat().st_mtime))
-    limit = pg.MAX_QUESTIONS_UPLOAD_BYTES // (1024 * 1024)
-    upload = st.file_uploader(f"Question set: YAML like dev.yaml, or a JSONL / CSV log with a `question` column and "
-                              f"optional athlete, scope, tier, intents, needs (at most {limit} MB)",
+    limit = pg.MAX_QUESTIONS_UPLOAD_BYTES
+    upload = st.file_uploader(f"Question set (.yaml like dev.yaml, or a .jsonl / .csv log with a `question` column "
+                              f"and optional athlete, scope, tier, intents, needs; at most {pg.human_size(limit)})",
                               type=["yaml", "yml", "jsonl", "ndjson", "csv"], key="impact_upload",
-                              max_upload_size=limit)
+                              max_upload_size=upload_cap(limit))
     if upload is None:
         st.info("Upload a question set to run it.")
         return None, ()

@@ -64,6 +64,26 @@ EXAMPLE_QUESTIONS: Final[tuple[str, ...]] = (
 MAX_IMPORT_BYTES: Final = MAX_POLICY_BYTES
 """An imported policy file larger than this is refused before it is decoded."""
 
+
+def human_size(n: int) -> str:
+    """'512 KB', '5 MB', '5.2 MB' (binary units, as the limits are set)."""
+    if n < 1024 * 1024:
+        value, unit = n / 1024, "KB"
+    else:
+        value, unit = n / (1024 * 1024), "MB"
+    return f"{value:.0f} {unit}" if abs(value - round(value)) < 0.05 else f"{value:.1f} {unit}"
+
+
+def check_upload_size(name: str, size: int, limit: int, what: str) -> None:
+    """Refuse an upload over `limit` with the sizes in the same units as the stated limit
+    (bytes too when the two would round to the same figure)."""
+    if size <= limit:
+        return
+    shown, cap = human_size(size), human_size(limit)
+    if shown == cap:
+        shown, cap = f"{size:,} bytes", f"{limit:,} bytes ({human_size(limit)})"
+    raise InputError(f"{name} is {shown}; {what} may be at most {cap}")
+
 SOURCE_LABELS: Final[Mapping[str, str]] = {
     "rules": "rules — the keyword scores were decisive",
     "model": "model — the rules were unsure, so a model picked the intent",
@@ -531,8 +551,10 @@ def export_policy_yaml(policy: Policy, text: str | None = None) -> str:
 def import_policy_bytes(data: bytes, name: str = "<upload>") -> tuple[str, Policy]:
     """Decode and validate an uploaded policy file: (its text, the policy). Raises PolicyError
     for a file too large, not UTF-8, or invalid — parsed with the guarded safe loader only."""
-    if len(data) > MAX_IMPORT_BYTES:
-        raise PolicyError(name, [("", f"file is {len(data)} bytes; the limit is {MAX_IMPORT_BYTES}")])
+    try:
+        check_upload_size(name, len(data), MAX_IMPORT_BYTES, "a policy file")
+    except InputError as e:
+        raise PolicyError(name, [("", str(e))]) from e
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -998,9 +1020,7 @@ def parse_question_upload(data: bytes, name: str) -> QuestionSet:
     if fmt is None:
         raise InputError(f"{name}: unknown question set format {suffix or '(no suffix)'!r}; upload a .yaml "
                          "(like dev.yaml), .jsonl or .csv file")
-    if len(data) > MAX_QUESTIONS_UPLOAD_BYTES:
-        raise InputError(f"{name}: file is {len(data)} bytes; the limit is "
-                         f"{MAX_QUESTIONS_UPLOAD_BYTES // (1024 * 1024)} MB")
+    check_upload_size(name, len(data), MAX_QUESTIONS_UPLOAD_BYTES, "a question set")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -1111,6 +1131,17 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def clean_text(text: str) -> str:
     """`text` with lone surrogates (which no encoder accepts) replaced by U+FFFD."""
     return _SURROGATE.sub("\ufffd", text)
+
+
+def cleaned(value: Any) -> Any:
+    """`value` with every string (keys too) passed through `clean_text`, for display."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        return {cleaned(k): cleaned(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [cleaned(v) for v in value]
+    return value
 
 
 def encode_view(view: ViewState) -> dict[str, str]:

@@ -20,12 +20,12 @@ from streamlit.testing.v1 import AppTest
 
 from coachctx import cli
 from coachctx import playground as pg
-from coachctx.errors import PolicyError
+from coachctx.errors import InputError, PolicyError
 from coachctx.pipeline import SCOPE_REQUESTS, select
 from coachctx.policy import Policy, load_policy, parse_policy, policy_to_yaml
 from coachctx.policy_diff import diff_policies
 from coachctx.services import FixtureUpstream, fetch_bundle
-from coachctx.trace import make_trace
+from coachctx.trace import MAX_TRACE_BYTES, make_trace
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 ATHLETES = ("maya", "kenji", "lucia", "omar", "ines", "tom", "priya")
@@ -374,7 +374,8 @@ class TestExportImport:
         assert pg.export_policy_yaml(again) == exported
 
     def test_import_refuses_oversized_files_before_parsing(self) -> None:
-        with pytest.raises(PolicyError, match=r"^invalid policy big\.yaml: file is \d+ bytes; the limit is"):
+        with pytest.raises(PolicyError, match=r"^invalid policy big\.yaml: big\.yaml is 524,289 bytes; a policy file "
+                                              r"may be at most 524,288 bytes \(512 KB\)"):
             pg.import_policy_bytes(b"#" * (pg.MAX_IMPORT_BYTES + 1), "big.yaml")
 
     def test_import_refuses_non_utf8_and_object_tags(self) -> None:
@@ -606,6 +607,55 @@ class TestTraceReproduce:
         at.file_uploader(key="trace_upload").set_value(("t.json", b"{not json", "application/json")).run()
         assert not at.exception
         assert any("Cannot reproduce" in e.value and "not valid JSON" in e.value for e in at.error)
+
+
+class TestUploads:
+    def test_sizes_are_stated_in_one_unit(self) -> None:
+        assert [pg.human_size(n) for n in (512 * 1024, 5 * 1024 * 1024, int(5.2 * 1024 * 1024))] == \
+            ["512 KB", "5 MB", "5.2 MB"]
+        with pytest.raises(InputError, match=r"^t\.json is 6 MB; a trace may be at most 5 MB$"):
+            pg.check_upload_size("t.json", 6 * 1024 * 1024, 5 * 1024 * 1024, "a trace")
+        pg.check_upload_size("t.json", 5 * 1024 * 1024, 5 * 1024 * 1024, "a trace")  # at the limit: accepted
+
+    def test_each_uploader_states_its_limit_once(self) -> None:
+        at = started()
+        labels = {u.key: u.label for u in at.get("file_uploader")}
+        assert "at most 5 MB" in labels["trace_upload"] and "at most 512 KB" in labels["policy_upload"]
+
+    def test_an_oversized_trace_is_refused_inline_in_place_of_the_last_result(self, tmp_path: Path) -> None:
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json")).run()
+        assert any("Same decision" in s.value for s in at.success)
+        big = b" " * (MAX_TRACE_BYTES + 1)
+        at.file_uploader(key="trace_upload").set_value(("big.json", big, "application/json")).run()
+        assert not at.exception
+        assert any("big.json is 5,242,881 bytes; a trace may be at most 5,242,880 bytes (5 MB)" in e.value
+                   for e in at.error)
+        assert not any("Same decision" in s.value for s in at.success)
+
+    def test_a_trace_of_an_unknown_athlete_says_so_when_opened(self) -> None:
+        bundle = fetch_bundle(FixtureUpstream(), "tom")
+        trace = make_trace(select("Is the air ok for a run?", bundle, load_policy()), bundle, cost_mode="hand",
+                           budget=None)
+        trace["inputs"]["athlete"] = "zoe"
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("t.json", json.dumps(trace).encode(), "application/json"))
+        at.run()
+        assert any("'zoe' is not one of the sample athletes" in w.value for w in at.warning)
+        at.button(key="open_trace").click().run()
+        assert decision(at)["question"] == "Is the air ok for a run?" and decision(at)["athlete"] == "maya"
+        assert any("'zoe' is not a sample athlete here" in i.value for i in at.info)
+
+    def test_a_question_with_a_lone_surrogate_neither_crashes_nor_breaks_the_page(self) -> None:
+        bundle = fetch_bundle(FixtureUpstream(), "maya")
+        trace = make_trace(select("knee pain?", bundle, load_policy()), bundle, cost_mode="hand", budget=None)
+        raw = json.dumps(trace).replace("knee pain?", "knee \\ud800 pain?").encode()
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("t.json", raw, "application/json")).run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        at.button(key="open_trace").click().run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        assert decision(at)["question"] == "knee \ufffd pain?"
 
 
 # --- replies -------------------------------------------------------------------------------------

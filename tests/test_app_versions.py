@@ -377,7 +377,8 @@ class TestHelpers:
                                 versions=[], labels={}, base=None).source == "policy/default.yaml"
 
     def test_upload_limits(self) -> None:
-        with pytest.raises(InputError, match=r"^big\.jsonl: file is \d+ bytes; the limit is 5 MB$"):
+        with pytest.raises(InputError, match=r"^big\.jsonl is 5,242,881 bytes; a question set may be at most "
+                                             r"5,242,880 bytes \(5 MB\)$"):
             pg.parse_question_upload(b" " * (pg.MAX_QUESTIONS_UPLOAD_BYTES + 1), "big.jsonl")
         with pytest.raises(InputError, match=r"^l\.csv: not UTF-8 text"):
             pg.parse_question_upload(b"question\n\xff\n", "l.csv")
