@@ -1343,10 +1343,9 @@ def render_labels(ctx: Context) -> None:
         st.caption(f"{label} has not moved since it was created, so there is nothing to revert.")
     numbers = [v.number for v in sv.versions]
     widget_key = f"move_to.{label}.{head}"  # a fresh choice whenever the label moves
-    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
-    target = c1.selectbox(f"Or point {label} at any version", numbers, key=widget_key,
+    target = st.selectbox(f"Or point {label} at any version", numbers, key=widget_key,
                           index=default_index(numbers, head), format_func=lambda n: choice_title(f"v{n}", ctx))
-    c2.button(f"Point {label} at version {target}", key="move_go", on_click=move_label,
+    st.button(f"Point {label} at version {target}", key="move_go", on_click=move_label,
               args=(sv.url, label, head, widget_key), disabled=target == head, icon=":material/label:",
               help=f"Moves the label only: what {label} serves changes; the page keeps deciding with your draft.")
     with st.expander(f"Every move of {label}"):
@@ -1401,9 +1400,11 @@ def tab_impact(ctx: Context) -> None:
     if questions is None:
         return
     labelled = sum(1 for q in questions.questions if q.intents)
-    st.caption(f"{len(questions.questions)} questions, {labelled} with intent labels"
-               + (f"; {len(questions.skipped)} row(s) unreadable, listed after the run" if questions.skipped else "")
-               + ". Rows naming no athlete are decided for maya, on the paid tier.")
+    rows = len(questions.questions) + len(questions.skipped)
+    st.caption(f"{rows} rows: {len(questions.questions)} questions, {labelled} of them with intent labels"
+               + (f"; {len(questions.skipped)} row(s) unreadable" if questions.skipped else "")
+               + ". A run also skips rows it cannot decide (an unknown athlete, say); every skipped row is listed "
+                 "after the run. Rows naming no athlete are decided for maya, on the paid tier.")
     try:
         (base, base_name), (candidate, candidate_name) = resolve_choice(base_choice, ctx), \
             resolve_choice(candidate_choice, ctx)
@@ -1421,7 +1422,8 @@ def tab_impact(ctx: Context) -> None:
 
         report = run_impact(questions, base, candidate, base_name=base_name, candidate_name=candidate_name,
                             cost_mode=ctx.view.cost_mode, progress=progress)  # type: ignore[arg-type]
-        bar.progress(1.0, text=f"Done: {len(report.rows)} questions in {report.seconds:.1f} s")
+        bar.progress(1.0, text=f"Done: {len(report.rows)} of {rows} rows decided, {len(report.skipped)} skipped, in "
+                               f"{report.seconds:.1f} s")
         ss["impact_result"] = {"key": key, "report": report}
     result = ss.get("impact_result")
     if not result:
@@ -1466,7 +1468,8 @@ def render_impact(report: ImpactReport) -> None:
     st.markdown(f"**Base:** {report.base_name} (`{report.base_digest}`) · **Candidate:** {report.candidate_name} "
                 f"(`{report.candidate_digest}`)")
     m = st.columns(5)
-    m[0].metric("Questions", s["questions"])
+    m[0].metric("Questions decided", s["questions"], help="Rows decided under both policies; skipped rows are "
+                                                          "listed at the end.")
     m[1].metric("Changed", s["changed"], help="Any difference: intent, scope, fragments, a withheld reason, tokens.")
     m[2].metric("Intent changed", s["intent_changed"])
     m[3].metric("Selection changed", s["selection_changed"])
@@ -1480,21 +1483,17 @@ def render_impact(report: ImpactReport) -> None:
         st.markdown(f"**Confusion per intent** over {b.route_labelled} labelled rows: rows are the labelled intent, "
                     "columns where the policy routed it (a row accepting several intents counts as correct when "
                     "routed to any of them). Cells that differ between the two are highlighted.")
-        left, right = st.columns(2, gap="medium")
         base_frame, candidate_frame = pg.confusion_frame(b), pg.confusion_frame(c)
         differs = base_frame != candidate_frame
 
         def mark(frame: pd.DataFrame) -> pd.DataFrame:
             return differs.replace({True: "background-color: rgba(255, 165, 0, 0.30)", False: ""})
 
-        with left:
-            st.caption(f"base: {report.base_name}")
-            st.dataframe(base_frame.style.apply(mark, axis=None), hide_index=True, width="stretch",
-                         key="confusion_base")
-        with right:
-            st.caption(f"candidate: {report.candidate_name}")
-            st.dataframe(candidate_frame.style.apply(mark, axis=None), hide_index=True, width="stretch",
-                         key="confusion_candidate")
+        # one above the other: side by side, seven columns each do not fit at 1024 px
+        for name, frame, key in ((f"base: {report.base_name}", base_frame, "confusion_base"),
+                                 (f"candidate: {report.candidate_name}", candidate_frame, "confusion_candidate")):
+            st.caption(name)
+            st.dataframe(frame.style.apply(mark, axis=None), hide_index=True, width="stretch", key=key)
     else:
         st.caption("No row carries intent labels, so there is no accuracy or confusion table.")
 
@@ -1505,8 +1504,11 @@ def render_impact(report: ImpactReport) -> None:
         st.success("No question decides differently under the candidate." if changed_only else "No questions.")
     else:
         st.dataframe(frame.style.apply(_highlight_changes, axis=1), hide_index=True, width="stretch",
-                     key="impact_table", column_config={
-                         "question": st.column_config.TextColumn(width="large"),
+                     key="impact_table",
+                     column_order=["question", "changes", "base_intent", "candidate_intent", "base_tokens",
+                                   "candidate_tokens", "base_selected", "candidate_selected", "athlete", "row"],
+                     column_config={
+                         "question": st.column_config.TextColumn(width="medium", pinned=True),
                          "base_intent": "base intent", "candidate_intent": "candidate intent",
                          "base_selected": st.column_config.TextColumn("base sends", width="medium"),
                          "candidate_selected": st.column_config.TextColumn("candidate sends", width="medium"),
