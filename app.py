@@ -713,7 +713,7 @@ def tab_decision(ctx: Context) -> None:
                 help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
     m[4].metric("Prompt tokens", d.tokens["prompt"], help="A prompt with everything in it (the naive prompt: the "
                 f"whole bundle as JSON) would be {d.tokens['naive']} tokens.",
-                delta=f"{d.tokens['saved_pct']:g}% smaller than everything-in", delta_color="off", delta_arrow="off")
+                delta=f"{d.tokens['saved_pct']:g}% smaller", delta_color="off", delta_arrow="off")
     st.markdown(pg.decision_summary(d))
     if d.warnings:
         for w in d.warnings:
