@@ -646,7 +646,7 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
     with st.sidebar:
         st.header("Policy in use")
         working = policies.working
-        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · digest `{working.digest}`")
+        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · fingerprint (digest) `{working.digest}`")
         if working.digest != policies.checked_in.digest:
             st.caption(f"The checked-in policy is `{policies.checked_in.digest}`.")
         live = sv.label_map.get("live")
@@ -804,7 +804,7 @@ def tab_decision(ctx: Context) -> None:
     version = d.policy.get("version")
     st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
                f"as `{d.policy['source']}`" + (f", stored version {version}" if version else "")
-               + f" (digest `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
+               + f" (fingerprint `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
 
 
 def _status_colors(row: pd.Series) -> list[str]:
@@ -821,14 +821,15 @@ def tab_prompt(ctx: Context) -> None:
     t = d.tokens
     m = st.columns(4)
     m[0].metric("Prompt tokens", t["prompt"])
-    m[1].metric("Naive prompt tokens", t["naive"], help="Same system block plus the whole fetched bundle as JSON.")
+    m[1].metric("Everything-in prompt", t["naive"], help="The naive prompt: the same system block plus the whole "
+                                                         "fetched bundle as JSON, in tokens.")
     m[2].metric("Saved", f"{t['saved_pct']:g}%", delta=f"-{t['naive'] - t['prompt']} tokens", delta_color="inverse")
     m[3].metric("Reply limit", f"{d.max_words} words")
     st.caption(f"Counted with tiktoken ({t.get('encoding', 'cl100k_base')}, bundled offline).")
     for message in d.prompt["messages"]:
         st.markdown(f"**{message['role']}**")
         st.code(message["content"], language=None, wrap_lines=True)
-    with st.expander(f"Naive prompt ({t['naive']} tokens): the whole bundle as JSON"):
+    with st.expander(f"Everything-in (naive) prompt ({t['naive']} tokens): the whole bundle as JSON"):
         for message in d.prompt["naive_messages"]:
             st.markdown(f"**{message['role']}**")
             st.code(message["content"], language=None, wrap_lines=True)
@@ -897,10 +898,10 @@ def tab_policy(ctx: Context) -> None:
     with text:
         st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
         if p.draft.ok and p.draft.policy is not None:
-            st.success(f"Valid · digest `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
+            st.success(f"Valid · fingerprint `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
         else:
             st.error(f"This draft has {len(p.draft.problems)} problem(s), so the decision still uses the last valid "
-                     f"policy (digest `{p.working.digest}`). Fix:")
+                     f"policy (fingerprint `{p.working.digest}`). Fix:")
             render_problems(p.draft.problems, p.draft_text)
         render_lint(p.draft.policy)
         st.button("Reset the draft to the checked-in policy", on_click=reset_draft, key="reset_draft")
@@ -1092,7 +1093,7 @@ def render_policy_form(draft_text: str) -> None:
 def tab_trace(ctx: Context) -> None:
     st.markdown("Upload a decision trace written by `coachctx explain QUESTION --athlete ID --trace-out FILE`. "
                 "The page decides again from the trace's own data snapshot under the policy in use "
-                f"(digest `{ctx.policies.working.digest}`) and highlights what changed.")
+                f"(fingerprint `{ctx.policies.working.digest}`) and highlights what changed.")
     upload = st.file_uploader(f"Decision trace (.json, at most {pg.human_size(MAX_TRACE_BYTES)})", type=["json"],
                               key="trace_upload", max_upload_size=upload_cap(MAX_TRACE_BYTES))
     if upload is None:
@@ -1240,7 +1241,7 @@ def tab_versions(ctx: Context) -> None:
                  "versions, labels and reverts need it.", icon=":material/database:")
         return
     base = ss.get("draft_base")
-    st.markdown(f"**The decision uses** {ctx.origin.description} (digest `{ctx.policies.working.digest}`)."
+    st.markdown(f"**The decision uses** {ctx.origin.description} (fingerprint `{ctx.policies.working.digest}`)."
                 + (f" Saving builds on version {base}." if base is not None else
                    " The draft is not based on a stored version yet."))
     live = sv.label_map.get("live")
@@ -1572,6 +1573,7 @@ def main() -> None:
     st.markdown("#### coachctx policy playground")
     st.caption("What may the coaching assistant see about this athlete for this question — and why? "
                "Every fact below comes from the engine's Decision; no model is needed.")
+
     try:
         policies = load_policies()
     except PolicyError as e:
@@ -1580,13 +1582,16 @@ def main() -> None:
     store = load_store()
     keep_draft(policies, store)
     origin = origin_of(policies, store)
+    unsaved = not policies.draft.ok or origin.source.startswith(pg.DRAFT_SOURCE)
+    st.caption(f"Deciding with {origin.description}"
+               + (" · the draft has problems, so its last valid state decides" if not policies.draft.ok else "")
+               + f" · fingerprint `{policies.working.digest}`. More in the sidebar (») and the Versions tab.")
     view = render_inputs(policies)
     config = render_sidebar(policies, origin, store)
     decision, error = compute_decision(view, policies, origin, config)
     if error and view.question.strip():
         st.error(error)
     write_query_params(view)
-    unsaved = not policies.draft.ok or origin.source.startswith(pg.DRAFT_SOURCE)
     st.html(UNSAVED_GUARD % ("true" if unsaved else "false"), unsafe_allow_javascript=True)
     ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
                   origin=origin)

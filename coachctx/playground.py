@@ -85,9 +85,9 @@ def check_upload_size(name: str, size: int, limit: int, what: str) -> None:
     raise InputError(f"{name} is {shown}; {what} may be at most {cap}")
 
 SOURCE_LABELS: Final[Mapping[str, str]] = {
-    "rules": "rules — the keyword scores were decisive",
-    "model": "model — the rules were unsure, so a model picked the intent",
-    "fallback": "fallback — the rules were unsure and no model answered",
+    "rules": "keywords (rules) — the keyword scores were decisive",
+    "model": "the model — the keywords were not decisive, so a model picked the intent",
+    "fallback": "a best guess (fallback) — the keywords were not decisive and no model answered",
 }
 
 REASON_LABELS: Final[Mapping[str, str]] = {
