@@ -658,6 +658,47 @@ class TestUploads:
         assert decision(at)["question"] == "knee \ufffd pain?"
 
 
+class TestSmallerThings:
+    def test_a_model_answer_of_none_is_said_in_words(self) -> None:
+        assert pg.model_answer({"raw": None, "latency_ms": 812.4}) == "asked, but gave no answer in 812 ms"
+        assert pg.model_answer({"raw": "injury", "latency_ms": None}) == "answered `injury`"
+        assert "None" not in pg.model_answer({"raw": None, "latency_ms": None})
+
+    def test_the_chart_s_threshold_and_margin_labels_sit_on_different_lines(self, maya: Any) -> None:
+        d = select(pg.PAIN_QUESTION, maya, load_policy())  # threshold 1, margin band from 0 to 1
+        spec = pg.routing_chart(d).to_dict()
+        texts = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "text"]
+        offsets = sorted(layer["mark"]["dy"] for layer in texts)
+        assert len(offsets) == 2 and offsets[1] - offsets[0] >= 12  # one text line apart
+
+    def test_the_page_icon_is_a_local_file(self) -> None:
+        source = Path(APP).read_text(encoding="utf-8")
+        assert "page_icon=ICON" in source and ":material/" not in source.split("page_icon=")[1][:40]
+        assert (Path(APP).parent / "assets" / "favicon.png").is_file()
+
+    def test_the_unsaved_edits_guard_follows_the_draft(self) -> None:
+        at = started()
+        assert "coachctxUnsaved = false" in guard_script(at)
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        assert "coachctxUnsaved = true" in guard_script(at)
+
+    def test_athlete_entries_say_what_is_special(self, bundles: dict[str, Any]) -> None:
+        upstream = FixtureUpstream()
+        labels = {a: pg.athlete_label(a, bundles[a], upstream.describe(a)) for a in ATHLETES}
+        assert labels["omar"] == "omar — readiness service down · English"
+        assert labels["ines"] == "ines — baselines never computed · Portuguese"
+        assert "empty fields" in labels["tom"] and "pain and injury today" in labels["tom"]
+        assert labels["maya"] == "maya — all services healthy · English"
+        assert "prompt-injection" in labels["priya"]
+        at = started()
+        assert at.selectbox(key="athlete").format_func("omar") == labels["omar"]
+
+
+def guard_script(at: AppTest) -> str:
+    bodies = [str(getattr(e.proto, "body", "")) for e in at.get("html")]
+    return next(b for b in bodies if "coachctxUnsaved" in b)
+
+
 # --- replies -------------------------------------------------------------------------------------
 
 
