@@ -53,6 +53,12 @@ ICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
 # Less empty space above the title, so the decision summary is on the first screen at 1366×768.
 PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro', monospace; font-size: 0.85rem;}"
             "[data-testid='stMainBlockContainer'] {padding-top: 3.5rem;}"
+            # the YAML keeps its own line breaks (a wrapped line would not match the numbers in errors)
+            ".st-key-policy_yaml textarea {white-space: pre; overflow-wrap: normal; overflow-x: auto;}"
+            # a multiselect's chips wrap onto more lines instead of scrolling out of sight in a narrow column
+            "[data-testid='stMultiSelect'] .react-aria-ComboBox > div > div:first-child {flex-wrap: wrap; "
+            "height: auto; max-height: none; overflow: visible;}"
+            "[data-testid='stMultiSelect'] .react-aria-ComboBox > div {height: auto; max-height: none;}"
             # each uploader states its limit once, in its label; Streamlit's line would state a second one
             "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
 SAMPLE_LOG = Path(__file__).resolve().parent / "sample_logs" / "questions.jsonl"
