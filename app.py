@@ -761,7 +761,8 @@ def tab_decision(ctx: Context) -> None:
 
     st.subheader("2 · Selection: what the model sees, and why")
     st.markdown(f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
-                f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{d.tokens['cost_mode']}**. "
+                f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{pg.COST_LABELS.get(d.tokens['cost_mode'], d.tokens['cost_mode'])}** "
+                f"(`{d.tokens['cost_mode']}`). "
                 "Primary context is never cut by the budget.")
     sent, held = st.columns(2)
     with sent, st.container(key="sent_fragments"):

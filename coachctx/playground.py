@@ -1,7 +1,9 @@
-"""Helpers behind the Streamlit playground (`app.py`): tables and charts from a Decision, the
-policy diff (as `policy_diff` computes it), YAML export and import, the store's versions and
-labels as tables and where the policy in use came from, impact reports as tables, uploads of
-question sets, traces, the shareable URL state, and reply generation.
+"""Helpers behind the Streamlit playground (`app.py`): tables and charts from a Decision in plain
+words (technical names beside them), the policy diff (as `policy_diff` computes it), form edits
+that rewrite only the value they change (comments kept) and say what they did, YAML export and
+import, the store's versions and labels as tables and where the policy in use came from, impact
+reports as tables, uploads and their limits, traces, the address-bar state (validated, never
+raising), and reply generation.
 
 Nothing here imports Streamlit, so tests call these functions directly and the app only lays
 their results out. Like the app, nothing here decides anything: every fact shown about a

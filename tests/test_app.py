@@ -493,6 +493,19 @@ class TestDraftSurvivesReloadAndHistory:
         assert any("AbCdEfGh1234" in i.value and "not in this policy store" in i.value for i in at.sidebar.info)
         assert decision(at)["policy"]["digest"] == load_policy().digest
 
+    def test_the_store_keeps_and_overwrites_a_draft(self, tmp_path: Path) -> None:
+        from coachctx.store import PolicyStore, StoreError
+
+        with PolicyStore(f"sqlite:///{tmp_path / 's.sqlite'}") as store:
+            assert store.get_draft("AbCdEfGh1234") is None
+            store.put_draft("AbCdEfGh1234", "routing: [unclosed\n", None)
+            store.put_draft("AbCdEfGh1234", CHECKED_IN_TEXT, 3)
+            kept = store.get_draft("AbCdEfGh1234")
+            assert kept is not None and (kept.yaml, kept.base) == (CHECKED_IN_TEXT, 3)
+            assert store.get_draft("../../etc") is None
+            with pytest.raises(StoreError, match=r"^draft id 'x' is not valid$"):
+                store.put_draft("x", "", None)
+
     def test_back_and_forward_restore_the_question(self) -> None:
         at = started()
         first = dict(at.query_params)
