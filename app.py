@@ -246,10 +246,10 @@ def navigated() -> bool:
     return url_view_params() != {k: v for k, v in written.items() if k in pg.VIEW_KEYS}
 
 
-def restore_draft(draft_id: str | None, notes: list[str]) -> None:
-    """A reload (or a link) names the draft kept in the policy store: bring it back."""
-    if draft_id is None:
-        return
+def restore_draft(draft_id: str, notes: list[str]) -> None:
+    """A reload (or a link) names the draft kept in the policy store: bring it back. An id the
+    store does not have is a session that never edited (or another installation's draft): the
+    page starts from the checked-in policy and keeps the id."""
     try:
         kept = open_store(default_store_url()).get_draft(draft_id)
     except CoachctxError as e:
@@ -257,11 +257,9 @@ def restore_draft(draft_id: str | None, notes: list[str]) -> None:
                      "checked-in policy")
         return
     if kept is None:
-        notes.append(f"the edited draft {draft_id} is not in this policy store (it was kept by another "
-                     "installation); the page starts from the checked-in policy")
         return
     ss = st.session_state
-    ss["policy_yaml"], ss["draft_base"], ss["draft_id"] = kept.yaml, kept.base, kept.id
+    ss["policy_yaml"], ss["draft_base"] = kept.yaml, kept.base
     ss["draft_kept"] = (kept.yaml, kept.base)
     ss["draft_restored"] = kept.updated_at
 
@@ -278,7 +276,9 @@ def init_state(base_text: str, base: Policy) -> None:
         view, notes = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=list(base.tiers),
                                      default=default_view(base))
         apply_view(view)
-        restore_draft(view.draft_id, notes)
+        # the id is in the address from the first run on, so the first edit adds no history entry
+        ss["draft_id"] = view.draft_id or secrets.token_urlsafe(9)
+        restore_draft(ss["draft_id"], notes)
         ss["link_digest"] = view.policy_digest
         ss["url_notes"] = notes
     elif navigated():
@@ -299,8 +299,8 @@ def keep_draft(policies: Policies, sv: StoreView) -> None:
     state = (ss["policy_yaml"], ss.get("draft_base"))
     if state == ss.get("draft_kept"):
         return
-    if ss.get("draft_id") is None and state == (policies.checked_in_text, None):
-        return
+    if ss.get("draft_kept") is None and state == (policies.checked_in_text, None):
+        return  # nothing edited yet: nothing to keep
     if sv.store is None:
         ss["draft_keep_error"] = f"the policy store cannot be used ({sv.error})"
         return
@@ -663,7 +663,7 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
             st.error(f"The draft has {len(policies.draft.problems)} problem(s); the decision uses the last valid "
                      "version. See the Policy editor tab.")
         link = ss.get("link_digest")
-        if link and link != working.digest and ss.get("draft_id") is None:
+        if link and link != working.digest and ss.get("draft_restored") is None:
             st.warning(f"The address names policy `{link}`, but this page decides with `{working.digest}`, so "
                        "the decision may differ from the one that address was made for. To decide with that "
                        "policy, import its exported YAML (Policy editor) or load its version (Versions).")
@@ -671,7 +671,7 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
             st.info(f"Address: {note}")
         if ss.get("draft_keep_error"):
             st.warning(f"Your draft is not kept across reloads: {ss['draft_keep_error']}. Export it to keep it.")
-        elif ss.get("draft_id"):
+        elif ss.get("draft_kept") is not None:
             st.caption(f"Your draft is kept in the policy store (draft `{ss['draft_id']}`, in the address): a "
                        "reload or a restart brings it back. Save it as a version to share it.")
         st.caption("Share this view: copy the address bar. It holds the question, athlete, time horizon, tier "

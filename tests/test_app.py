@@ -405,7 +405,7 @@ class TestUrlState:
         d = decision(at)
         assert (d["athlete"], d["scope"]["requested"], d["tier"], d["budget"], d["tokens"]["cost_mode"]) == \
             ("omar", "today", "custom", 120, "measured")
-        assert at.query_params["policy"] == d["policy"]["digest"]
+        assert at.query_params["draft"] == at.session_state["draft_id"]  # the draft, not a digest, restores the policy
         assert at.query_params["athlete"] == "omar"
 
     def test_the_url_follows_the_inputs(self) -> None:
@@ -480,17 +480,27 @@ class TestDraftSurvivesReloadAndHistory:
         assert again.session_state["draft_base"] == 1
         assert decision(again)["policy"]["source"] == "playground draft, edited from store:v1"
 
-    def test_an_untouched_page_keeps_no_draft(self) -> None:
+    def test_an_untouched_page_keeps_nothing_and_the_first_edit_adds_no_history_entry(self) -> None:
+        from coachctx.store import PolicyStore, default_store_url
+
         at = started()
         at.text_input(key="question").input("thanks!").run()
-        assert "draft" not in at.query_params and at.session_state["draft_id"] is None
+        address = dict(at.query_params)
+        draft_id = at.session_state["draft_id"]
+        assert address["draft"] == draft_id
+        with PolicyStore(default_store_url()) as store:
+            assert store.get_draft(draft_id) is None
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        assert dict(at.query_params) == address  # same address: Back is not spent on the edit
+        with PolicyStore(default_store_url()) as store:
+            assert store.get_draft(draft_id) is not None
 
-    def test_a_draft_this_store_does_not_have_is_reported(self) -> None:
+    def test_a_draft_id_the_store_does_not_have_starts_from_the_checked_in_policy(self) -> None:
         at = new_app()
         at.query_params.update(q=pg.PAIN_QUESTION, draft="AbCdEfGh1234")
         at.run()
         assert not at.exception
-        assert any("AbCdEfGh1234" in i.value and "not in this policy store" in i.value for i in at.sidebar.info)
+        assert at.session_state["draft_id"] == "AbCdEfGh1234"
         assert decision(at)["policy"]["digest"] == load_policy().digest
 
     def test_the_store_keeps_and_overwrites_a_draft(self, tmp_path: Path) -> None:
