@@ -164,8 +164,11 @@ def test_pain_question_selects_both_readiness_fragments_and_the_policy_downloads
         assert download.suggested_filename.endswith(".yaml")
         path = tmp_path / download.suggested_filename
         download.save_as(path)
-        policy = parse_policy(path.read_text(encoding="utf-8"), str(path))
-        assert f"policy={policy.digest}" in page.url
+        text = path.read_text(encoding="utf-8")
+        policy = parse_policy(text, str(path))
+        assert f"digest {policy.digest}" in text.splitlines()[0]
+        assert "# ... and lead the runner-up by at least this much" in text  # the file's comments are kept
+        assert "draft=" in page.url
     finally:
         context.close()
 
