@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -47,6 +49,18 @@ from coachctx.store import (
 from coachctx.trace import MAX_TRACE_BYTES, parse_trace, replay
 
 CHECKED_IN = "policy/default.yaml"
+ICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
+# Less empty space above the title, so the decision summary is on the first screen at 1366×768.
+PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro', monospace; font-size: 0.85rem;}"
+            "[data-testid='stMainBlockContainer'] {padding-top: 3.5rem;}"
+            # the YAML keeps its own line breaks (a wrapped line would not match the numbers in errors)
+            ".st-key-policy_yaml textarea {white-space: pre; overflow-wrap: normal; overflow-x: auto;}"
+            # a multiselect's chips wrap onto more lines instead of scrolling out of sight in a narrow column
+            "[data-testid='stMultiSelect'] .react-aria-ComboBox > div > div:first-child {flex-wrap: wrap; "
+            "height: auto; max-height: none; overflow: visible;}"
+            "[data-testid='stMultiSelect'] .react-aria-ComboBox > div {height: auto; max-height: none;}"
+            # each uploader states its limit once, in its label; Streamlit's line would state a second one
+            "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
 SAMPLE_LOG = Path(__file__).resolve().parent / "sample_logs" / "questions.jsonl"
 HISTORY_LIMIT = 500
 NO_LABEL = "(no label)"
@@ -131,6 +145,12 @@ def secrets_settings() -> dict[str, str]:
         return {}
 
 
+def upload_cap(limit: int) -> int:
+    """Streamlit's own cap (whole MB), set above ours: a file a little over our limit then gets our
+    message inline, where the result would be, instead of a red chip explaining only on hover."""
+    return 2 * math.ceil(limit / (1024 * 1024))
+
+
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
@@ -190,27 +210,108 @@ class Context:
     origin: pg.PolicyOrigin
 
 
+def default_view(base: Policy) -> pg.ViewState:
+    athletes = upstream().athletes()
+    return pg.ViewState(question=pg.PAIN_QUESTION, athlete="maya" if "maya" in athletes else athletes[0],
+                        tier="paid" if "paid" in base.tiers else next(iter(base.tiers)))
+
+
+def current_view() -> pg.ViewState:
+    ss = st.session_state
+    return pg.ViewState(question=ss.get("question") or "", athlete=ss["athlete"], scope=ss["scope"], tier=ss["tier"],
+                        budget=ss.get("budget"), cost_mode=ss["cost_mode"])
+
+
+def apply_view(view: pg.ViewState) -> None:
+    """Put a view into the input widgets' state; runs before the widgets exist in this run."""
+    ss = st.session_state
+    ss["question"] = view.question
+    ss["athlete"] = view.athlete
+    ss["scope"] = view.scope
+    ss["tier"] = view.tier
+    ss["budget"] = view.budget if view.budget is not None else ss.get("budget", 200)
+    ss["cost_mode"] = view.cost_mode
+
+
+def url_view_params() -> dict[str, str]:
+    return {k: str(st.query_params.get(k)) for k in pg.VIEW_KEYS if st.query_params.get(k) is not None}
+
+
+def navigated() -> bool:
+    """True when the address bar no longer shows what this page last wrote there: the user went
+    Back or Forward (Streamlit reruns the script with that entry's parameters)."""
+    written = st.session_state.get("url_written")
+    if written is None:
+        return False
+    return url_view_params() != {k: v for k, v in written.items() if k in pg.VIEW_KEYS}
+
+
+def restore_draft(draft_id: str, notes: list[str]) -> None:
+    """A reload (or a link) names the draft kept in the policy store: bring it back. An id the
+    store does not have is a session that never edited (or another installation's draft): the
+    page starts from the checked-in policy and keeps the id."""
+    try:
+        kept = open_store(default_store_url()).get_draft(draft_id)
+    except CoachctxError as e:
+        notes.append(f"the edited draft {draft_id} could not be read back ({e}); the page starts from the "
+                     "checked-in policy")
+        return
+    if kept is None:
+        return
+    ss = st.session_state
+    ss["policy_yaml"], ss["draft_base"] = kept.yaml, kept.base
+    ss["draft_kept"] = (kept.yaml, kept.base)
+    ss["draft_restored"] = kept.updated_at
+
+
 def init_state(base_text: str, base: Policy) -> None:
     ss = st.session_state
     ss.setdefault("policy_yaml", base_text)
     ss.setdefault("working_yaml", base_text)
     ss.setdefault("draft_base", None)  # the stored version the draft was loaded from or last saved as
+    ss.setdefault("draft_id", None)  # where the draft is kept in the store once it differs from the checked-in
     ss.setdefault("author", os.environ.get("COACHCTX_AUTHOR", ""))
-    if "url_loaded" in ss:
+    if "url_loaded" not in ss:
+        ss["url_loaded"] = True
+        view, notes = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=list(base.tiers),
+                                     default=default_view(base))
+        apply_view(view)
+        # the id is in the address from the first run on, so the first edit adds no history entry
+        ss["draft_id"] = view.draft_id or secrets.token_urlsafe(9)
+        restore_draft(ss["draft_id"], notes)
+        ss["link_digest"] = view.policy_digest
+        ss["url_notes"] = notes
+    elif navigated():
+        view, _ = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=[*base.tiers],
+                                 default=current_view())
+        apply_view(view)
+    # a pasted or typed lone surrogate would break every encoder downstream (hashing, JSON, the store)
+    for key in ("question", "policy_yaml"):
+        value = ss.get(key)
+        if isinstance(value, str) and pg.clean_text(value) != value:
+            ss[key] = pg.clean_text(value)
+
+
+def keep_draft(policies: Policies, sv: StoreView) -> None:
+    """Write the draft to the policy store whenever it changed, under an id the URL carries, so
+    a reload or a restart restores it. An untouched checked-in policy needs no id."""
+    ss = st.session_state
+    state = (ss["policy_yaml"], ss.get("draft_base"))
+    if state == ss.get("draft_kept"):
         return
-    ss["url_loaded"] = True
-    default = pg.ViewState(question=pg.PAIN_QUESTION, athlete="maya" if upstream().has("maya")
-                           else upstream().athletes()[0], tier="paid" if "paid" in base.tiers else next(iter(base.tiers)))
-    view, notes = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=list(base.tiers),
-                                 default=default)
-    ss["question"] = view.question
-    ss["athlete"] = view.athlete
-    ss["scope"] = view.scope
-    ss["tier"] = view.tier
-    ss["budget"] = view.budget if view.budget is not None else 200
-    ss["cost_mode"] = view.cost_mode
-    ss["link_digest"] = view.policy_digest if st.query_params.get("q") is not None else None
-    ss["url_notes"] = notes
+    if ss.get("draft_kept") is None and state == (policies.checked_in_text, None):
+        return  # nothing edited yet: nothing to keep
+    if sv.store is None:
+        ss["draft_keep_error"] = f"the policy store cannot be used ({sv.error})"
+        return
+    draft_id = ss.get("draft_id") or secrets.token_urlsafe(9)
+    try:
+        sv.store.put_draft(draft_id, state[0], state[1])
+    except CoachctxError as e:
+        ss["draft_keep_error"] = str(e)
+        return
+    ss["draft_id"], ss["draft_kept"] = draft_id, state
+    ss.pop("draft_keep_error", None)
 
 
 def load_policies() -> Policies:
@@ -285,6 +386,7 @@ def on_policy_upload() -> None:
         text, policy = pg.import_policy_bytes(data, upload.name)
     except PolicyError as e:
         readable = data.decode("utf-8", errors="replace") if len(data) <= pg.MAX_IMPORT_BYTES else ""
+        st.session_state["import_text"] = readable
         st.session_state["import_status"] = ("error", f"{upload.name} was not imported; the draft is unchanged.",
                                              pg.problems_of(e, readable))
         return
@@ -348,8 +450,9 @@ def load_into_draft(url: str, number: int) -> None:
     ss["draft_undo"] = {"text": ss["policy_yaml"], "base": ss.get("draft_base")}
     ss["policy_yaml"] = version.yaml
     ss["draft_base"] = number
-    set_status("ok", f"Loaded version {number} into the draft; saving builds on it. The draft you had is kept "
-                     "for one undo.")
+    ss.pop("save_label", None)  # a new base: the save label's default is worked out again
+    set_status("ok", f"The page now decides with version {number} (it is your draft: saving builds on it). The "
+                     "draft you had is kept for one undo.")
 
 
 def undo_load() -> None:
@@ -360,60 +463,128 @@ def undo_load() -> None:
         set_status("ok", "Restored the draft you had before loading a version.")
 
 
-def move_label(url: str, label: str, expected: int | None, widget_key: str) -> None:
+def move_label(url: str, label: str, expected: int | None, widget_key: str | None, target: int | None = None,
+               how: str = "moved") -> None:
+    """Point `label` at `target` (or the version chosen in `widget_key`), if it still points at
+    `expected`. The page keeps deciding with the draft; the status offers to use the version here."""
     ss = st.session_state
-    target = ss.get(widget_key)
+    if target is None and widget_key is not None:
+        target = ss.get(widget_key)
     if target is None:
         return
     try:
         open_store(url).set_label(label, int(target), author=ss.get("author") or "", expected=expected)
     except StaleSaveError as e:
-        set_status("error", f"Not moved: {label} no longer points at version {expected}; someone moved it to "
-                            f"version {e.head} meanwhile. The page now shows where it points; choose again.")
+        set_status("error", f"Not {how}: {label} no longer points at version {expected}; it was moved to version "
+                            f"{e.head} meanwhile. The page now shows where it points; choose again.")
         return
     except CoachctxError as e:
-        set_status("error", f"Not moved: {e}")
+        set_status("error", f"Not {how}: {e}")
         return
-    set_status("ok", f"{label} now points at version {target} (it pointed at {expected}). Saves and label moves "
-                     "are in the label's log below.")
+    set_status("ok", f"{label} now points at version {target} (it pointed at {expected}). Every move is in the "
+                     "label's log below.", {"use": int(target)})
+
+
+def set_editor_status(feedback: pg.EditFeedback) -> None:
+    st.session_state["editor_status"] = feedback
+
+
+def write_draft(path: tuple[str | int, ...], value: Any) -> bool:
+    """Set `value` at `path` in the draft text, keeping its comments; False when the draft
+    cannot be edited by the form (it does not parse)."""
+    ss = st.session_state
+    try:
+        ss["policy_yaml"] = pg.edit_draft_text(ss["policy_yaml"], path, value)
+    except PolicyError as e:
+        set_editor_status(pg.EditFeedback("warning", f"Not changed: {e}"))
+        return False
+    return True
+
+
+def where_words(path: tuple[str | int, ...]) -> str:
+    return pg.describe_path(".".join(str(p) for p in path))
 
 
 def edit_setting(path: tuple[str | int, ...], widget_key: str) -> None:
-    """A form control changed: write its value into the draft YAML at `path`."""
-    data = pg.draft_data(st.session_state["policy_yaml"])
+    """A form control changed: write its value into the draft YAML at `path`, and say what it did."""
+    ss = st.session_state
+    data = pg.draft_data(ss["policy_yaml"])
     if data is None:
         return
-    st.session_state["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, path, st.session_state[widget_key]))
+    value = ss[widget_key]
+    if len(path) == 3 and path[0] == "intents" and path[2] in ("primary", "secondary", "exclude"):
+        feedback = pg.list_edit_feedback(data, str(path[1]), str(path[2]), list(value))
+    else:
+        old = pg.draft_value(data, path)
+        feedback = (pg.EditFeedback("info", f"No change: {where_words(path)} is already {pg.show_value(value)}.")
+                    if old == value else
+                    pg.EditFeedback("ok", f"Set {where_words(path)} to {pg.show_value(value)} (was "
+                                          f"{pg.show_value(old)})."))
+    if feedback.kind != "info" and not write_draft(path, value):
+        return
+    set_editor_status(feedback)
+
+
+def follow_offer(path: tuple[str | int, ...], value: Any, done: str) -> None:
+    if write_draft(path, value):
+        set_editor_status(pg.EditFeedback("ok", done))
 
 
 def edit_table(path: tuple[str | int, ...], widget_key: str, base_rows: list[dict[str, Any]],
                rebuild: Callable[[list[dict[str, Any]]], Any]) -> None:
-    data = pg.draft_data(st.session_state["policy_yaml"])
+    ss = st.session_state
+    data = pg.draft_data(ss["policy_yaml"])
     if data is None:
         return
-    rows = pg.apply_table_edits(base_rows, st.session_state[widget_key])
-    st.session_state["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, path, rebuild(rows)))
+    edits = ss[widget_key]
+    value = rebuild(pg.apply_table_edits(base_rows, edits))
+    if pg.draft_value(data, path) == value:
+        set_editor_status(pg.EditFeedback("info", f"No change to {where_words(path)}: the table reads as before "
+                                                  "(a row needs every column filled in to count)."))
+        return
+    if write_draft(path, value):
+        n = len(edits.get("edited_rows") or {}), len(edits.get("added_rows") or []), len(edits.get("deleted_rows") or [])
+        set_editor_status(pg.EditFeedback("ok", f"Updated {where_words(path)}: {n[0]} row(s) edited, {n[1]} added, "
+                                                f"{n[2]} deleted."))
 
 
 def add_term(intent: str, key: str) -> None:
     ss = st.session_state
-    term = str(ss.get(f"{key}.term") or "").strip()
+    term = " ".join(str(ss.get(f"{key}.term") or "").split())
     data = pg.draft_data(ss["policy_yaml"])
-    if not term or data is None:
+    if data is None:
+        return
+    if not term:
+        set_editor_status(pg.EditFeedback("info", "Type a term first, then press Add term."))
         return
     language = ss.get(f"{key}.language") or "en"
     weight = float(ss.get(f"{key}.weight") or 1.0)
-    terms = dict(_mapping(_mapping(_mapping(data.get("vocabulary")).get(intent)).get(language)))
-    terms[term] = weight
-    ss["policy_yaml"] = pg.draft_to_yaml(pg.with_setting(data, ("vocabulary", intent, language), terms))
+    found = pg.find_term(data, intent, term)
+    if found is not None:
+        where, had = found
+        set_editor_status(pg.EditFeedback("info", f"No change: “{term}” is already a term of {intent} ({where}, "
+                                                  f"weight {pg.show_value(had)}). Change its weight in the table."))
+        return
+    try:
+        ss["policy_yaml"] = pg.add_term_text(ss["policy_yaml"], intent, language, term, weight)
+    except PolicyError as e:
+        set_editor_status(pg.EditFeedback("warning", f"Not added: {e}"))
+        return
     ss[f"{key}.term"] = ""
+    set_editor_status(pg.EditFeedback("ok", f"Added “{term}” to {intent}'s vocabulary ({language}, weight "
+                                            f"{weight:g}). Only that line of the YAML changed."))
 
 
 def open_trace_inputs(inputs: Mapping[str, Any], tiers: list[str]) -> None:
     ss = st.session_state
-    ss["question"] = str(inputs.get("question", ""))
-    if upstream().has(str(inputs.get("athlete"))):
-        ss["athlete"] = str(inputs["athlete"])
+    ss["question"] = pg.clean_text(str(inputs.get("question", "")))[:MAX_QUESTION_CHARS]
+    kept = []
+    athlete = str(inputs.get("athlete"))
+    if upstream().has(athlete):
+        ss["athlete"] = athlete
+    else:
+        kept.append(f"the trace's athlete {athlete!r} is not a sample athlete here, so the question opens with "
+                    f"{ss.get('athlete')}")
     if inputs.get("scope") in SCOPE_REQUESTS:
         ss["scope"] = inputs["scope"]
     tier = inputs.get("tier")
@@ -421,52 +592,59 @@ def open_trace_inputs(inputs: Mapping[str, Any], tiers: list[str]) -> None:
         ss["tier"], ss["budget"] = "custom", inputs["budget"]
     elif tier in tiers:
         ss["tier"] = tier
+    elif tier is not None:
+        kept.append(f"the trace's tier {tier!r} is not in the policy in use, so the question opens on {ss.get('tier')}")
     if inputs.get("cost_mode") in COST_MODES:
         ss["cost_mode"] = inputs["cost_mode"]
+    ss["trace_opened"] = kept
 
 
 # --- the page ----------------------------------------------------------------------------------
 
 
 def render_inputs(policies: Policies) -> pg.ViewState:
+    """The question and the four choices, as select boxes: they never clip, from 1024 px up."""
     ss = st.session_state
     if "budget" in ss:  # keep the custom budget while its input is hidden (unrendered widgets lose state)
         ss["budget"] = ss["budget"]
-    st.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
-                  placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
-    st.caption("Try an example:")
-    with st.container(horizontal=True, gap="small"):
-        for i, q in enumerate(pg.EXAMPLE_QUESTIONS):
-            st.button(q, key=f"example_{i}", on_click=use_example, args=(q,), type="tertiary")
+    q, examples = st.columns([5, 1.2], vertical_alignment="bottom")
+    q.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
+                 placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
+    with examples.popover("Examples", icon=":material/lightbulb:", width="stretch"):
+        for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
+            st.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
     tiers = [*policies.working.tiers, "custom"]
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]
     athletes = upstream().athletes()
-    c1, c2, c3, c4 = st.columns([0.9, 1.5, 1.5, 1.0])
-    with c1:
-        athlete = st.selectbox("Sample athlete", athletes, key="athlete",
-                               help="Fixture data from sample_athletes/: four services per athlete.")
-        st.caption(upstream().describe(athlete))
-    with c2:
-        scope = st.segmented_control("Time horizon (scope)", list(SCOPE_REQUESTS), key="scope", required=True,
-                                     help="auto infers the horizon from words in the question, like 'today' or "
-                                          "'next week'; the others force one.")
+    c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.2, 1.0])
+    athlete = c1.selectbox("Athlete", athletes, key="athlete",
+                           format_func=lambda a: pg.athlete_label(a, bundle_for(a), upstream().describe(a)),
+                           help="Sample athletes (sample_athletes/): each one shows a case — a service down, "
+                                "data never computed, empty fields, another language.")
+    scope = c2.selectbox("Time horizon", list(SCOPE_REQUESTS), key="scope",
+                         format_func=lambda s: pg.SCOPE_LABELS.get(s, s),
+                         help="scope: 'from the question' (auto) reads words like 'today' or 'next week'; the "
+                              "others force a horizon, whose modifiers promote, demote or drop facts.")
     with c3:
-        tier = st.segmented_control(
-            "Tier (token budget for secondary context)", tiers, key="tier", required=True,
-            format_func=lambda t: f"{t} · {policies.working.tiers[t]}" if t in policies.working.tiers else t)
+        tier = st.selectbox(
+            "Tier", tiers, key="tier",
+            format_func=lambda t: f"{t} · {policies.working.tiers[t]} tokens" if t in policies.working.tiers
+            else "custom budget",
+            help="The token budget for the optional (secondary) facts; the essential (primary) ones are "
+                 "always sent.")
         budget = None
         if tier == "custom":
             budget = int(st.number_input("Custom budget (tokens)", min_value=0, max_value=pg.MAX_URL_BUDGET,
                                          step=10, key="budget"))
-    with c4:
-        cost_mode = st.segmented_control("Fragment costs", list(COST_MODES), key="cost_mode", required=True,
-                                         help="Which cost the budget spends: hand-assigned (the registry) or "
-                                              "measured (the rendered line counted with tiktoken). The table "
-                                              "shows both.")
+    cost_mode = c4.selectbox("Count costs", list(COST_MODES), key="cost_mode",
+                             format_func=lambda m: pg.COST_LABELS.get(m, m),
+                             help="Which cost the budget spends: estimated (`hand`, from the fragment registry) "
+                                  "or measured (`measured`, the rendered line counted with tiktoken). The table "
+                                  "shows both.")
     return pg.ViewState(question=ss.get("question") or "", athlete=athlete, scope=scope or "auto",
                         tier=tier or tiers[0], budget=budget, cost_mode=cost_mode or "hand",
-                        policy_digest=policies.working.digest)
+                        policy_digest=policies.working.digest, draft_id=ss.get("draft_id"))
 
 
 def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -> pg.ModelConfig | None:
@@ -474,23 +652,30 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
     with st.sidebar:
         st.header("Policy in use")
         working = policies.working
-        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · digest `{working.digest}`")
+        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · fingerprint (digest) `{working.digest}`")
         if working.digest != policies.checked_in.digest:
             st.caption(f"The checked-in policy is `{policies.checked_in.digest}`.")
         live = sv.label_map.get("live")
         if live is not None and origin.version != str(live.version):
-            st.caption(f"`live` points at version {live.version}; load it in the Versions tab to decide with it.")
+            st.caption(f"`live` points at version {live.version}; “Use version {live.version} (live) here” in the "
+                       "Versions tab decides with it.")
         if not policies.draft.ok:
             st.error(f"The draft has {len(policies.draft.problems)} problem(s); the decision uses the last valid "
                      "version. See the Policy editor tab.")
         link = ss.get("link_digest")
-        if link and link != working.digest:
-            st.warning(f"This link was shared with policy `{link}`, but this page uses `{working.digest}`. "
-                       "The decision may differ from what the sender saw; import their exported YAML to match.")
+        if link and link != working.digest and ss.get("draft_restored") is None:
+            st.warning(f"The address names policy `{link}`, but this page decides with `{working.digest}`, so "
+                       "the decision may differ from the one that address was made for. To decide with that "
+                       "policy, import its exported YAML (Policy editor) or load its version (Versions).")
         for note in ss.get("url_notes") or []:
-            st.info(f"Link: {note}")
-        st.caption("Share this view: copy the address bar. It holds the question, athlete, scope, tier, cost "
-                   "mode and the policy digest.")
+            st.info(f"Address: {note}")
+        if ss.get("draft_keep_error"):
+            st.warning(f"Your draft is not kept across reloads: {ss['draft_keep_error']}. Export it to keep it.")
+        elif ss.get("draft_kept") is not None:
+            st.caption(f"Your draft is kept in the policy store (draft `{ss['draft_id']}`, in the address): a "
+                       "reload or a restart brings it back. Save it as a version to share it.")
+        st.caption("Share this view: copy the address bar. It holds the question, athlete, time horizon, tier "
+                   "and cost mode, and the draft (on this server) or the policy digest.")
 
         st.header("Model (optional)")
         st.text_input("OpenAI API key for this session", type="password", key="typed_api_key",
@@ -506,10 +691,13 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
 
 
 def write_query_params(view: pg.ViewState) -> None:
+    """Keep the address bar on this view. Streamlit adds a history entry per change, and Back
+    reruns the page with the older entry, which `init_state` puts back into the inputs."""
     wanted = pg.encode_view(view)
     current = {k: st.query_params.get(k) for k in pg.URL_KEYS if st.query_params.get(k) is not None}
     if current != wanted:
         st.query_params.from_dict(wanted)
+    st.session_state["url_written"] = wanted
 
 
 def tab_decision(ctx: Context) -> None:
@@ -520,14 +708,19 @@ def tab_decision(ctx: Context) -> None:
     i = d.intent
     st.markdown(pg.routing_headline(d))
     m = st.columns(5)
-    m[0].metric("Decided by", i["source"])
-    m[1].metric("Fragments sent", f"{len(d.selected)} of {len(d.fragments)}")
-    m[2].metric("Coverage", f"{d.coverage:.0%}", help="Share of requested fragments the services supplied.")
+    m[0].metric("Decided by", pg.SOURCE_WORDS.get(i["source"], i["source"]),
+                help=f"Routing source `{i['source']}`: keywords (`rules`) were decisive, the model chose "
+                     "(`model`), or the rules were unsure and no model answered (`fallback`: a best guess from "
+                     "the keyword scores).")
+    m[1].metric("Facts sent", f"{len(d.selected)} of {len(d.fragments)}",
+                help="Fragments: the eleven facts the services can supply about an athlete.")
+    m[2].metric("Coverage", f"{d.coverage:.0%}", help="Share of the requested facts the services supplied.")
     m[3].metric("Confidence", f"{d.confidence:.0%}",
-                help="Coverage × routing factor: 1.0 rules, 0.85 model, 0.6 fallback, 0.4 nothing matched.")
-    m[4].metric("Prompt tokens", d.tokens["prompt"], help="The naive prompt (whole bundle as JSON) would be "
-                f"{d.tokens['naive']} tokens.", delta=f"{d.tokens['saved_pct']:g}% smaller than naive",
-                delta_color="off", delta_arrow="off")
+                help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
+    m[4].metric("Prompt tokens", d.tokens["prompt"], help="A prompt with everything in it (the naive prompt: the "
+                f"whole bundle as JSON) would be {d.tokens['naive']} tokens.",
+                delta=f"{d.tokens['saved_pct']:g}% smaller", delta_color="off", delta_arrow="off")
+    st.markdown(pg.decision_summary(d))
     if d.warnings:
         for w in d.warnings:
             st.warning(f"**Audit warning:** {w}", icon=":material/warning:")
@@ -543,14 +736,14 @@ def tab_decision(ctx: Context) -> None:
     with right:
         st.markdown(f"**Why:** {i['reason']}")
         if i["source"] != "rules" and len(i["contenders"]) > 1:
-            st.markdown(f"**Contenders:** {', '.join(i['contenders'])} — routing is uncertain, so the selection "
-                        "takes every contender's primary fragments and keeps what a contender needs even if "
-                        "another excludes it.")
+            st.markdown(f"**Possible intents** (contenders): {', '.join(i['contenders'])} — routing is uncertain, "
+                        "so every one of them gets its essential facts, and a fact one of them needs is kept even "
+                        "if another excludes it.")
         elif i["source"] != "rules":
-            st.markdown(f"**Contenders:** only {i['contenders'][0]} — no other intent is within the margin.")
+            st.markdown(f"**Possible intents** (contenders): only {i['contenders'][0]} — no other intent is "
+                        "within the margin.")
         if i.get("model"):
-            model = i["model"]
-            st.markdown(f"**Model answer:** `{model.get('raw')}` in {model.get('latency_ms')} ms")
+            st.markdown(f"**Model:** {pg.model_answer(i['model'])}")
         if i.get("matched_nothing"):
             st.info(f"No vocabulary matched. Scripts seen in the question: {', '.join(i.get('scripts') or []) or 'none'}. "
                     "Add terms in this language to the vocabulary (Policy editor) to route it by rules.")
@@ -568,34 +761,43 @@ def tab_decision(ctx: Context) -> None:
 
     st.subheader("2 · Selection: what the model sees, and why")
     st.markdown(f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
-                f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{d.tokens['cost_mode']}**. "
+                f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{pg.COST_LABELS.get(d.tokens['cost_mode'], d.tokens['cost_mode'])}** "
+                f"(`{d.tokens['cost_mode']}`). "
                 "Primary context is never cut by the budget.")
     sent, held = st.columns(2)
     with sent, st.container(key="sent_fragments"):
         st.markdown(f"**:green[Sent to the model ({len(d.selected)})]**, in prompt order")
-        st.markdown("\n".join(f"- **{f.name}** — {pg.explain_fragment(f, d)}"
+        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
                               for f in d.fragments if f.status == "selected") or "_nothing_")
     with held, st.container(key="withheld_fragments"):
         withheld = [f for f in d.fragments if f.status == "withheld"]
         st.markdown(f"**:red[Withheld ({len(withheld)})]**")
-        st.markdown("\n".join(f"- **{f.name}** — {pg.explain_fragment(f, d)}" for f in withheld) or "_nothing_")
+        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
+                              for f in withheld) or "_nothing_")
 
-    st.markdown("**All eleven fragments** — status, role, reasons, both costs and the line each one renders")
+    st.markdown("**All eleven facts** — status and why first; scroll right for costs, the line sent and the "
+                "technical names")
     frame = pg.fragments_frame(d)
     st.dataframe(
         frame.style.apply(_status_colors, axis=1), hide_index=True, width="stretch", key="fragments_table",
         height=35 * (len(frame) + 1) + 12,
-        column_order=["#", "fragment", "status", "role", "reasons", "cost", "hand", "measured", "line", "why",
-                      "service"],
         column_config={
             "#": st.column_config.NumberColumn("#", width=30, help="Prompt order"),
-            "reasons": st.column_config.TextColumn("reasons", width="medium",
-                                                   help="Reason codes; the sentences above give details"),
-            "cost": st.column_config.NumberColumn("cost", help=f"Cost the budget used ({d.tokens['cost_mode']})"),
-            "hand": st.column_config.NumberColumn("hand", help="Hand-assigned cost from the fragment registry"),
-            "measured": st.column_config.NumberColumn("measured", help="The rendered line counted with tiktoken"),
+            "fact": st.column_config.TextColumn("fact", width="medium", pinned=True,
+                                                help="The fact in plain words; its technical (fragment) name is "
+                                                     "in the last column"),
+            "status": st.column_config.TextColumn("status", width="small"),
+            "why": st.column_config.TextColumn("why", width="large",
+                                               help="The full sentences are in the lists above"),
+            "role": st.column_config.TextColumn("role", help="primary: always sent when available; secondary: "
+                                                             "sent while the tier's budget lasts"),
+            "cost": st.column_config.NumberColumn("cost", help=f"Tokens the budget counted ({d.tokens['cost_mode']})"),
             "line": st.column_config.TextColumn("line sent to the model", width="large"),
-            "why": st.column_config.TextColumn("why", width="large"),
+            "hand": st.column_config.NumberColumn("estimated", help="Hand-assigned cost from the fragment registry "
+                                                                    "(`hand`)"),
+            "measured": st.column_config.NumberColumn("measured", help="The rendered line counted with tiktoken"),
+            "reasons": st.column_config.TextColumn("reason codes", help="As in the Decision JSON"),
+            "fragment": st.column_config.TextColumn("fragment (technical name)"),
         },
     )
     with st.expander("Services for this athlete"):
@@ -609,7 +811,7 @@ def tab_decision(ctx: Context) -> None:
     version = d.policy.get("version")
     st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
                f"as `{d.policy['source']}`" + (f", stored version {version}" if version else "")
-               + f" (digest `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
+               + f" (fingerprint `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
 
 
 def _status_colors(row: pd.Series) -> list[str]:
@@ -626,14 +828,15 @@ def tab_prompt(ctx: Context) -> None:
     t = d.tokens
     m = st.columns(4)
     m[0].metric("Prompt tokens", t["prompt"])
-    m[1].metric("Naive prompt tokens", t["naive"], help="Same system block plus the whole fetched bundle as JSON.")
+    m[1].metric("Everything-in prompt", t["naive"], help="The naive prompt: the same system block plus the whole "
+                                                         "fetched bundle as JSON, in tokens.")
     m[2].metric("Saved", f"{t['saved_pct']:g}%", delta=f"-{t['naive'] - t['prompt']} tokens", delta_color="inverse")
     m[3].metric("Reply limit", f"{d.max_words} words")
     st.caption(f"Counted with tiktoken ({t.get('encoding', 'cl100k_base')}, bundled offline).")
     for message in d.prompt["messages"]:
         st.markdown(f"**{message['role']}**")
         st.code(message["content"], language=None, wrap_lines=True)
-    with st.expander(f"Naive prompt ({t['naive']} tokens): the whole bundle as JSON"):
+    with st.expander(f"Everything-in (naive) prompt ({t['naive']} tokens): the whole bundle as JSON"):
         for message in d.prompt["naive_messages"]:
             st.markdown(f"**{message['role']}**")
             st.code(message["content"], language=None, wrap_lines=True)
@@ -697,18 +900,16 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
 def tab_policy(ctx: Context) -> None:
     p = ctx.policies
     st.markdown("Edit the policy here; the decision view follows every **valid** draft. An invalid draft never "
-                "replaces the policy in use. Form controls rewrite the YAML (its comments are dropped).")
+                "replaces the policy in use. The form changes only the lines it edits: the YAML's comments stay.")
     form, text = st.columns([1, 1.3], gap="large")
     with text:
         st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
         if p.draft.ok and p.draft.policy is not None:
-            st.success(f"Valid · digest `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
+            st.success(f"Valid · fingerprint `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
         else:
             st.error(f"This draft has {len(p.draft.problems)} problem(s), so the decision still uses the last valid "
-                     f"policy (digest `{p.working.digest}`). Fix:")
-            for problem in p.draft.problems:
-                line = f" (line {problem.line})" if problem.line else ""
-                st.markdown(f"- **{problem.where}**{line}: {problem.message}  \n  `{problem.path or 'document'}`")
+                     f"policy (fingerprint `{p.working.digest}`). Fix:")
+            render_problems(p.draft.problems, p.draft_text)
         render_lint(p.draft.policy)
         st.button("Reset the draft to the checked-in policy", on_click=reset_draft, key="reset_draft")
     with form:
@@ -745,21 +946,33 @@ def tab_policy(ctx: Context) -> None:
     st.subheader("Export and import")
     ex, im = st.columns(2)
     with ex:
-        st.download_button("Download policy YAML", data=pg.export_policy_yaml(p.working),
+        st.download_button("Download policy YAML", data=pg.export_policy_yaml(p.working, st.session_state["working_yaml"]),
                            file_name=f"coachctx-policy-{p.working.digest}.yaml", mime="application/x-yaml",
                            on_click="ignore", key="export_policy", icon=":material/download:")
-        st.caption(f"Exports the policy in use (digest `{p.working.digest}`); `coachctx check-policy FILE` accepts "
-                   "it and importing it back gives the same digest.")
+        st.caption(f"Exports the policy in use (fingerprint `{p.working.digest}`) as written, comments included; "
+                   "`coachctx check-policy FILE` accepts it and importing it back gives the same fingerprint.")
     with im:
-        st.file_uploader(f"Import a policy YAML (at most {pg.MAX_IMPORT_BYTES // 1024} KB)", type=["yaml", "yml"],
-                         key="policy_upload", on_change=on_policy_upload, max_upload_size=1)
+        st.file_uploader(f"Import a policy (.yaml, at most {pg.human_size(pg.MAX_IMPORT_BYTES)})",
+                         type=["yaml", "yml"], key="policy_upload", on_change=on_policy_upload,
+                         max_upload_size=upload_cap(pg.MAX_IMPORT_BYTES))
         status = st.session_state.get("import_status")
         if status:
             kind, message, problems = status
             (st.success if kind == "ok" else st.error)(message)
-            for problem in problems:
-                line = f" (line {problem.line})" if problem.line else ""
-                st.markdown(f"- **{problem.where}**{line}: {problem.message}")
+            render_problems(problems, st.session_state.get("import_text", ""))
+
+
+def render_problems(problems: Sequence[pg.Problem], text: str) -> None:
+    """Each problem once: where (a line, or a place in the policy and its line), what, and the
+    lines around it with their numbers."""
+    for problem in problems:
+        where = problem.where if problem.where.startswith("line ") or problem.line is None else \
+            f"{problem.where} (line {problem.line})"
+        st.markdown(f"- **{where}**: {problem.message}" + (f"  \n  `{problem.path}`" if problem.path and
+                                                           not problem.path.startswith("line ") else ""))
+        snippet = pg.line_snippet(text, problem.line) if problem.line else ""
+        if snippet:
+            st.code(snippet, language=None)
 
 
 def render_lint(policy: Policy | None) -> None:
@@ -793,20 +1006,46 @@ def _number(value: Any, default: float) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else default
 
 
+def render_editor_status() -> None:
+    """What the last form edit did (or why it did nothing), with its one-click follow-up."""
+    feedback: pg.EditFeedback | None = st.session_state.get("editor_status")
+    if feedback is None:
+        return
+    show = {"ok": st.success, "info": st.info, "warning": st.warning}.get(feedback.kind, st.info)
+    show(feedback.message, icon={"ok": ":material/check:", "info": ":material/info:"}.get(feedback.kind,
+                                                                                           ":material/warning:"))
+    if feedback.offer is not None:
+        label, path, value = feedback.offer
+        st.button(label, key="editor_offer", on_click=follow_offer, args=(path, value, f"Done: {label.lower()}."),
+                  icon=":material/add:")
+
+
+FIELD_LABELS: Mapping[str, tuple[str, str]] = {
+    "primary": ("Essential facts (primary)", "Always sent when the service supplied them; never cut by the budget."),
+    "secondary": ("Optional facts (secondary)", "Sent in this order while the tier's token budget lasts."),
+    "exclude": ("Withheld facts (exclude)", "Withheld when routing is certain, even if another intent with "
+                                            "evidence would bring them. A fact the intent does not ask for is "
+                                            "not sent either way."),
+}
+
+
 def render_policy_form(draft_text: str) -> None:
     data = pg.draft_data(draft_text)
     if data is None:
-        st.info("The form needs YAML that parses; fix the syntax error shown next to the text area.")
+        st.info("The form needs YAML that parses; fix the syntax error shown under the text.")
         return
+    render_editor_status()
     k = f"ed.{text_key(draft_text)}"  # new widgets after every draft change, seeded from the draft
     st.markdown("**Routing thresholds**")
     routing = _mapping(data.get("routing"))
     c1, c2 = st.columns(2)
     c1.number_input("Confidence threshold", min_value=0.0, step=0.5, key=f"{k}.threshold",
                     value=_number(routing.get("confident_threshold"), 1.0),
+                    help="routing.confident_threshold: the top intent's keyword score must reach this.",
                     on_change=edit_setting, args=(("routing", "confident_threshold"), f"{k}.threshold"))
     c2.number_input("Margin over the runner-up", min_value=0.0, step=0.5, key=f"{k}.margin",
                     value=_number(routing.get("margin"), 1.0),
+                    help="routing.margin: the top intent must lead the next one by at least this.",
                     on_change=edit_setting, args=(("routing", "margin"), f"{k}.margin"))
 
     st.markdown("**Intent**")
@@ -816,31 +1055,36 @@ def render_policy_form(draft_text: str) -> None:
         values = spec.get(field)
         current = [f for f in values if isinstance(f, str)] if isinstance(values, list) else []
         options = [*FRAGMENT_NAMES, *[f for f in current if f not in FRAGMENT_NAMES]]
-        st.multiselect(f"{field}", options, default=current, key=f"{k}.{intent}.{field}",
+        label, help_text = FIELD_LABELS[field]
+        st.multiselect(label, options, default=current, key=f"{k}.{intent}.{field}",
+                       format_func=lambda f: pg.FRAGMENT_TITLES.get(f, f),
                        on_change=edit_setting, args=(("intents", intent, field), f"{k}.{intent}.{field}"),
-                       help={"primary": "Always sent when available; never cut by the budget.",
-                             "secondary": "Sent in this order while the tier's budget lasts.",
-                             "exclude": "Withheld when routing is certain."}[field])
+                       help=f"{help_text} In the YAML: intents.{intent}.{field}.")
     max_words = spec.get("max_words")
-    st.number_input("max words in a reply", min_value=1, max_value=2000, step=10, key=f"{k}.{intent}.max_words",
+    st.number_input("Longest reply (words)", min_value=1, max_value=2000, step=10, key=f"{k}.{intent}.max_words",
                     value=max_words if isinstance(max_words, int) and 1 <= max_words <= 2000 else 200,
+                    help=f"intents.{intent}.max_words",
                     on_change=edit_setting, args=(("intents", intent, "max_words"), f"{k}.{intent}.max_words"))
 
-    st.markdown(f"**Vocabulary of {intent}** (terms and weights; edit cells, add or delete rows)")
+    st.markdown(f"**Words that point to {intent}** (the vocabulary: terms and weights; edit cells, add or delete "
+                "rows)")
     vocab = pg.vocabulary_rows(data, intent)
     st.data_editor(vocab, key=f"{k}.vocab.{intent}", num_rows="dynamic", hide_index=True, width="stretch",
                    height=220, on_change=edit_table,
                    args=(("vocabulary", intent), f"{k}.vocab.{intent}", vocab.to_dict("records"),
                          pg.vocabulary_from_rows),
                    column_config={"weight": st.column_config.NumberColumn(min_value=0.0, step=0.5)})
-    a1, a2, a3, a4 = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
-    a1.text_input("New term", key=f"add.{intent}.term", placeholder="e.g. niggle")
-    a2.selectbox("Language", ["en", "es", "de", "fr", "pt", "it", "ja", "zh", "ko", "ru"], key=f"add.{intent}.language")
-    a3.number_input("Weight", min_value=0.5, max_value=100.0, step=0.5, value=1.0, key=f"add.{intent}.weight")
-    a4.button("Add term", key=f"add.{intent}.go", on_click=add_term, args=(intent, f"add.{intent}"))
+    a1, a2 = st.columns([2, 1])
+    a1.text_input("New term", key=f"add.{intent}.term", placeholder="e.g. twinge")
+    a2.selectbox("Language", list(pg.LANGUAGE_NAMES), key=f"add.{intent}.language",
+                 format_func=lambda code: f"{code} · {pg.LANGUAGE_NAMES[code]}")
+    b1, b2 = st.columns([1, 1], vertical_alignment="bottom")
+    b1.number_input("Weight", min_value=0.5, max_value=100.0, step=0.5, value=1.0, key=f"add.{intent}.weight")
+    b2.button("Add term", key=f"add.{intent}.go", on_click=add_term, args=(intent, f"add.{intent}"),
+              icon=":material/add:", width="stretch")
 
-    st.markdown("**Scope modifiers** (what a time horizon promotes, demotes or drops, and why)")
-    scope = st.selectbox("Time horizon", list(SCOPES), key="ed_scope")
+    st.markdown("**Time-horizon rules** (scope modifiers: what a horizon promotes, demotes or drops, and why)")
+    scope = st.selectbox("Time horizon", list(SCOPES), key="ed_scope", format_func=lambda s: pg.SCOPE_LABELS.get(s, s))
     mods = pg.modifier_rows(data, scope)
     st.data_editor(
         mods, key=f"{k}.mods.{scope}", num_rows="dynamic", hide_index=True, width="stretch", on_change=edit_table,
@@ -856,19 +1100,21 @@ def render_policy_form(draft_text: str) -> None:
 def tab_trace(ctx: Context) -> None:
     st.markdown("Upload a decision trace written by `coachctx explain QUESTION --athlete ID --trace-out FILE`. "
                 "The page decides again from the trace's own data snapshot under the policy in use "
-                f"(digest `{ctx.policies.working.digest}`) and highlights what changed.")
-    upload = st.file_uploader("Decision trace (JSON)", type=["json"], key="trace_upload",
-                              max_upload_size=max(1, MAX_TRACE_BYTES // (1024 * 1024)))
+                f"(fingerprint `{ctx.policies.working.digest}`) and highlights what changed.")
+    upload = st.file_uploader(f"Decision trace (.json, at most {pg.human_size(MAX_TRACE_BYTES)})", type=["json"],
+                              key="trace_upload", max_upload_size=upload_cap(MAX_TRACE_BYTES))
     if upload is None:
         return
     try:
-        trace = parse_trace(upload.getvalue(), upload.name)
+        data = upload.getvalue()
+        pg.check_upload_size(upload.name, len(data), MAX_TRACE_BYTES, "a trace")
+        trace = parse_trace(data, upload.name)
         result = replay(trace, ctx.policies.working, policy_source=ctx.origin.source,
                         policy_version=ctx.origin.version)
     except (TraceError, CoachctxError) as e:
-        st.error(f"Cannot reproduce this trace: {e}")
+        st.error(f"Cannot reproduce this trace: {e}", icon=":material/error:")
         return
-    inputs = trace.inputs
+    inputs = pg.cleaned(trace.inputs)  # a trace's JSON may carry lone surrogates (\ud800): shown, not crashed on
     raw_policy = trace.decision.get("policy")
     recorded_digest = raw_policy.get("digest") if isinstance(raw_policy, Mapping) else None
     st.markdown(f"**Question:** {inputs.get('question')}  \n**Athlete:** {inputs.get('athlete')} · scope "
@@ -878,22 +1124,29 @@ def tab_trace(ctx: Context) -> None:
         st.success("Same decision: the policy in use decides exactly as recorded.")
     else:
         st.error(f"{len(result.differences)} difference(s) between the recorded decision and the policy in use.")
-        st.dataframe(pg.differences_frame(result.differences).style.apply(
+        st.dataframe(pg.differences_frame(pg.cleaned(result.differences)).style.apply(
             lambda row: ["background-color: rgba(214, 39, 40, 0.12)"] * len(row), axis=1),
             hide_index=True, width="stretch", key="trace_differences")
-    frame = pg.trace_fragments_frame(trace.decision, result.decision)
+    frame = pg.trace_fragments_frame(pg.cleaned(trace.decision), result.decision)
     st.markdown("**Fragment by fragment** (changed rows highlighted)")
     st.dataframe(frame.style.apply(
         lambda row: (["background-color: rgba(214, 39, 40, 0.15)"] if row["changed"] else [""]) * len(row), axis=1),
         hide_index=True, width="stretch", key="trace_fragments", height=35 * (len(frame) + 1) + 12)
+    known = upstream().has(str(inputs.get("athlete")))
+    if not known:
+        st.warning(f"The trace's athlete {str(inputs.get('athlete'))!r} is not one of the sample athletes here, so "
+                   "opening the question decides it for the athlete chosen above, with that athlete's data. The "
+                   "comparison on this tab uses the trace's own snapshot.", icon=":material/person_off:")
+    for note in st.session_state.pop("trace_opened", None) or []:
+        st.info(f"Opened the question above; {note}.")
     st.button("Open this question in the playground", key="open_trace", on_click=open_trace_inputs,
               args=(dict(inputs), list(ctx.policies.working.tiers)),
               help="Copies the trace's question, athlete, scope, tier and cost mode into the inputs above. The "
                    "Decision tab then uses today's sample data for that athlete, not the trace's snapshot.")
     with st.expander("Recorded decision (JSON)"):
-        st.json(dict(trace.decision), expanded=False)
+        st.json(pg.cleaned(dict(trace.decision)), expanded=False)
     with st.expander("Decision under the policy in use (JSON)"):
-        st.json(result.decision.to_json(), expanded=False)
+        st.json(pg.cleaned(result.decision.to_json()), expanded=False)
 
 
 # --- versions: save, history, labels, revert, compare ------------------------------------------
@@ -950,15 +1203,28 @@ def render_versions_status(ctx: Context) -> None:
     kind, message = status["kind"], status["message"]
     if kind == "ok":
         st.success(message, icon=":material/check_circle:")
+        use = status.get("use")
+        if isinstance(use, int) and ctx.origin.version != str(use):
+            st.button(f"Use version {use} here", key="use_moved", on_click=load_into_draft, args=(ctx.store.url, use),
+                      icon=":material/input:", help=f"The page decides with your draft; this makes version {use} "
+                                                   "the draft (your current draft is kept for one undo).")
     elif kind != "stale":
         st.error(message, icon=":material/error:")
     else:
-        why = "another coach saved first" if status.get("base") is not None else \
-            f"{status.get('label')} already points at another version"
+        head_version = ctx.store.version(status["head"]) if isinstance(status.get("head"), int) else None
+        if status.get("base") is None or head_version is None:
+            why = f"{status.get('label')} already points at another version"
+        else:
+            who = head_version.author
+            you = (st.session_state.get("author") or "").strip()
+            saver = f"you ({who}) saved" if you and you == who else f"{who} saved"
+            why = (f"{saver} version {head_version.number} on {status.get('label')} at "
+                   f"{head_version.created_at:%H:%M} UTC ({head_version.created_at:%Y-%m-%d}), after the version "
+                   f"{status.get('base')} your draft is based on")
         st.error(f"**Not saved — {why}.** {message}.  \n**Nothing is lost:** your draft is "
-                 "unchanged on this page, and their version stays where it is. To keep your work as it is, save "
-                 f"it with “{NO_LABEL}” (it becomes a version of its own); to build on theirs, compare below, "
-                 "load their version and redo your change.", icon=":material/group:")
+                 "unchanged on this page, and the newer version stays where it is. To keep your work as it is, save "
+                 f"it with “{NO_LABEL}” (it becomes a version of its own); to build on the newer one, compare below, "
+                 "use it here and redo your change.", icon=":material/group:")
         head, base = status.get("head"), status.get("base")
         theirs = ctx.store.version(head) if isinstance(head, int) else None
         mine = ctx.store.version(base) if isinstance(base, int) else None
@@ -982,9 +1248,16 @@ def tab_versions(ctx: Context) -> None:
                  "versions, labels and reverts need it.", icon=":material/database:")
         return
     base = ss.get("draft_base")
-    st.markdown(f"**The decision uses** {ctx.origin.description} (digest `{ctx.policies.working.digest}`)."
+    st.markdown(f"**The decision uses** {ctx.origin.description} (fingerprint `{ctx.policies.working.digest}`)."
                 + (f" Saving builds on version {base}." if base is not None else
                    " The draft is not based on a stored version yet."))
+    live = sv.label_map.get("live")
+    if live is not None and ctx.origin.version != str(live.version):
+        c1, c2 = st.columns([3, 1], vertical_alignment="center")
+        c1.caption(f"`live` (what serves athletes) points at version {live.version}; the page decides with "
+                   f"{ctx.origin.description}.")
+        c2.button(f"Use version {live.version} (live) here", key="use_live", on_click=load_into_draft,
+                  args=(sv.url, live.version), icon=":material/input:")
     render_versions_status(ctx)
     st.columns([1, 2])[0].text_input("Your name (recorded with every save and label move)", key="author",
                                      max_chars=MAX_AUTHOR_CHARS)
@@ -1006,11 +1279,11 @@ def tab_versions(ctx: Context) -> None:
             st.caption(f"The newest {HISTORY_LIMIT} versions; `coachctx policy history` lists them all.")
         numbers = [v.number for v in sv.versions]
         c1, c2, c3 = st.columns([3, 1.2, 1.5], vertical_alignment="bottom")
-        chosen = c1.selectbox("Load a version into the draft", numbers, key="load_ref",
+        chosen = c1.selectbox("Decide with a stored version", numbers, key="load_ref",
                               index=default_index(numbers, base),
                               format_func=lambda n: choice_title(f"v{n}", ctx))
-        c2.button("Load into the draft", key="load_go", on_click=load_into_draft, args=(sv.url, chosen),
-                  help="Replaces the draft with this version; saving then builds on it.")
+        c2.button("Use this version here", key="load_go", on_click=load_into_draft, args=(sv.url, chosen),
+                  help="Makes this version your draft: the page decides with it, and saving builds on it.")
         if ss.get("draft_undo"):
             c3.button("Undo: restore the previous draft", key="undo_load", on_click=undo_load)
 
@@ -1025,16 +1298,16 @@ def render_save(ctx: Context) -> None:
                   placeholder="e.g. training may see recovery readiness: sleep matters for intensity")
     labels = list(dict.fromkeys(["live", "draft", *sv.label_map]))
     options = [NO_LABEL, *labels]
+    base = ss.get("draft_base")
     label = st.selectbox("Then point this label at it", options, key="save_label",
-                         index=default_index(options, "draft"),
-                         format_func=lambda name: name if name == NO_LABEL else
-                         f"{name} (now version {sv.label_map[name].version})" if name in sv.label_map
-                         else f"{name} (new label)",
+                         index=default_index(options, pg.default_save_label(sv.label_map, base), NO_LABEL),
                          help="live: what serves athletes; draft: work in progress. A label only moves if it "
                               "still points at the version your draft is based on, so nobody's save is "
                               "overwritten.")
     head = sv.label_map[label].version if label in sv.label_map else None
-    base = ss.get("draft_base")
+    if label != NO_LABEL:
+        st.caption(f"{label} now points at version {head}." if head is not None else
+                   f"{label} does not exist yet: this save creates it.")
     if head is not None and head != base:
         st.warning(f"{label} points at version {head}, but your draft is based on "
                    f"{f'version {base}' if base is not None else 'no stored version'}: this save would be refused. "
@@ -1062,19 +1335,27 @@ def render_labels(ctx: Context) -> None:
     digests = {v.number: v.digest for v in sv.versions}
     st.dataframe(pg.labels_frame(sv.label_map, digests), hide_index=True, width="stretch", key="labels_table")
     names = list(sv.label_map)
-    label = st.selectbox("Label to move", names, key="move_label", index=default_index(names, "live"))
+    label = st.selectbox("Label", names, key="move_label", index=default_index(names, "live"))
     head = sv.label_map[label].version
     assert sv.store is not None
     moves = sv.store.label_log(label)
+    previous = pg.previous_version(moves)
+    if previous is not None:
+        last = moves[0]
+        st.button(f"Revert {label} to version {previous}", key="revert_go", icon=":material/undo:",
+                  on_click=move_label, args=(sv.url, label, head, None, previous, "reverted"),
+                  help=f"Undo {label}'s last move: {pg.describe_move(last)}. No version is deleted; the revert "
+                       "is logged.")
+        st.caption(f"Revert undoes the last move: {pg.describe_move(last)}.")
+    else:
+        st.caption(f"{label} has not moved since it was created, so there is nothing to revert.")
     numbers = [v.number for v in sv.versions]
-    widget_key = f"move_to.{label}.{head}"  # a new default whenever the label moves: the version before
-    target = st.selectbox(f"Point {label} at", numbers, key=widget_key,
-                          index=default_index(numbers, pg.previous_version(moves), head),
-                          format_func=lambda n: choice_title(f"v{n}", ctx))
-    st.button(f"Point {label} at version {target}" + (" (revert)" if target < head else ""), key="move_go",
-              on_click=move_label, args=(sv.url, label, head, widget_key), disabled=target == head,
-              icon=":material/undo:" if target < head else ":material/redo:",
-              help="Revert = point live back at an older version. No version is deleted; the move is logged.")
+    widget_key = f"move_to.{label}.{head}"  # a fresh choice whenever the label moves
+    target = st.selectbox(f"Or point {label} at any version", numbers, key=widget_key,
+                          index=default_index(numbers, head), format_func=lambda n: choice_title(f"v{n}", ctx))
+    st.button(f"Point {label} at version {target}", key="move_go", on_click=move_label,
+              args=(sv.url, label, head, widget_key), disabled=target == head, icon=":material/label:",
+              help=f"Moves the label only: what {label} serves changes; the page keeps deciding with your draft.")
     with st.expander(f"Every move of {label}"):
         st.dataframe(pg.label_moves_frame(moves), hide_index=True, width="stretch", key="label_moves")
 
@@ -1127,9 +1408,11 @@ def tab_impact(ctx: Context) -> None:
     if questions is None:
         return
     labelled = sum(1 for q in questions.questions if q.intents)
-    st.caption(f"{len(questions.questions)} questions, {labelled} with intent labels"
-               + (f"; {len(questions.skipped)} row(s) unreadable, listed after the run" if questions.skipped else "")
-               + ". Rows naming no athlete are decided for maya, on the paid tier.")
+    rows = len(questions.questions) + len(questions.skipped)
+    st.caption(f"{rows} rows: {len(questions.questions)} questions, {labelled} of them with intent labels"
+               + (f"; {len(questions.skipped)} row(s) unreadable" if questions.skipped else "")
+               + ". A run also skips rows it cannot decide (an unknown athlete, say); every skipped row is listed "
+                 "after the run. Rows naming no athlete are decided for maya, on the paid tier.")
     try:
         (base, base_name), (candidate, candidate_name) = resolve_choice(base_choice, ctx), \
             resolve_choice(candidate_choice, ctx)
@@ -1147,7 +1430,8 @@ def tab_impact(ctx: Context) -> None:
 
         report = run_impact(questions, base, candidate, base_name=base_name, candidate_name=candidate_name,
                             cost_mode=ctx.view.cost_mode, progress=progress)  # type: ignore[arg-type]
-        bar.progress(1.0, text=f"Done: {len(report.rows)} questions in {report.seconds:.1f} s")
+        bar.progress(1.0, text=f"Done: {len(report.rows)} of {rows} rows decided, {len(report.skipped)} skipped, in "
+                               f"{report.seconds:.1f} s")
         ss["impact_result"] = {"key": key, "report": report}
     result = ss.get("impact_result")
     if not result:
@@ -1165,11 +1449,11 @@ def impact_questions(source: str) -> tuple[QuestionSet | None, tuple[str, ...]]:
             st.error(f"The sample log {SAMPLE_LOG.name} is missing; `python sample_logs/make_log.py` writes it.")
             return None, ()
         return sample_questions(str(SAMPLE_LOG), SAMPLE_LOG.stat().st_mtime), ("sample", str(SAMPLE_LOG.stat().st_mtime))
-    limit = pg.MAX_QUESTIONS_UPLOAD_BYTES // (1024 * 1024)
-    upload = st.file_uploader(f"Question set: YAML like dev.yaml, or a JSONL / CSV log with a `question` column and "
-                              f"optional athlete, scope, tier, intents, needs (at most {limit} MB)",
+    limit = pg.MAX_QUESTIONS_UPLOAD_BYTES
+    upload = st.file_uploader(f"Question set (.yaml like dev.yaml, or a .jsonl / .csv log with a `question` column "
+                              f"and optional athlete, scope, tier, intents, needs; at most {pg.human_size(limit)})",
                               type=["yaml", "yml", "jsonl", "ndjson", "csv"], key="impact_upload",
-                              max_upload_size=limit)
+                              max_upload_size=upload_cap(limit))
     if upload is None:
         st.info("Upload a question set to run it.")
         return None, ()
@@ -1192,7 +1476,8 @@ def render_impact(report: ImpactReport) -> None:
     st.markdown(f"**Base:** {report.base_name} (`{report.base_digest}`) · **Candidate:** {report.candidate_name} "
                 f"(`{report.candidate_digest}`)")
     m = st.columns(5)
-    m[0].metric("Questions", s["questions"])
+    m[0].metric("Questions decided", s["questions"], help="Rows decided under both policies; skipped rows are "
+                                                          "listed at the end.")
     m[1].metric("Changed", s["changed"], help="Any difference: intent, scope, fragments, a withheld reason, tokens.")
     m[2].metric("Intent changed", s["intent_changed"])
     m[3].metric("Selection changed", s["selection_changed"])
@@ -1206,21 +1491,17 @@ def render_impact(report: ImpactReport) -> None:
         st.markdown(f"**Confusion per intent** over {b.route_labelled} labelled rows: rows are the labelled intent, "
                     "columns where the policy routed it (a row accepting several intents counts as correct when "
                     "routed to any of them). Cells that differ between the two are highlighted.")
-        left, right = st.columns(2, gap="medium")
         base_frame, candidate_frame = pg.confusion_frame(b), pg.confusion_frame(c)
         differs = base_frame != candidate_frame
 
         def mark(frame: pd.DataFrame) -> pd.DataFrame:
             return differs.replace({True: "background-color: rgba(255, 165, 0, 0.30)", False: ""})
 
-        with left:
-            st.caption(f"base: {report.base_name}")
-            st.dataframe(base_frame.style.apply(mark, axis=None), hide_index=True, width="stretch",
-                         key="confusion_base")
-        with right:
-            st.caption(f"candidate: {report.candidate_name}")
-            st.dataframe(candidate_frame.style.apply(mark, axis=None), hide_index=True, width="stretch",
-                         key="confusion_candidate")
+        # one above the other: side by side, seven columns each do not fit at 1024 px
+        for name, frame, key in ((f"base: {report.base_name}", base_frame, "confusion_base"),
+                                 (f"candidate: {report.candidate_name}", candidate_frame, "confusion_candidate")):
+            st.caption(name)
+            st.dataframe(frame.style.apply(mark, axis=None), hide_index=True, width="stretch", key=key)
     else:
         st.caption("No row carries intent labels, so there is no accuracy or confusion table.")
 
@@ -1231,8 +1512,11 @@ def render_impact(report: ImpactReport) -> None:
         st.success("No question decides differently under the candidate." if changed_only else "No questions.")
     else:
         st.dataframe(frame.style.apply(_highlight_changes, axis=1), hide_index=True, width="stretch",
-                     key="impact_table", column_config={
-                         "question": st.column_config.TextColumn(width="large"),
+                     key="impact_table",
+                     column_order=["question", "changes", "base_intent", "candidate_intent", "base_tokens",
+                                   "candidate_tokens", "base_selected", "candidate_selected", "athlete", "row"],
+                     column_config={
+                         "question": st.column_config.TextColumn(width="medium", pinned=True),
                          "base_intent": "base intent", "candidate_intent": "candidate intent",
                          "base_selected": st.column_config.TextColumn("base sends", width="medium"),
                          "candidate_selected": st.column_config.TextColumn("candidate sends", width="medium"),
@@ -1275,26 +1559,47 @@ def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOr
     return d, None
 
 
+# The browser asks before leaving (closing the tab, following a link away) while the draft holds
+# edits that no saved version has. A reload asks too, and keeps the draft when confirmed.
+UNSAVED_GUARD = """<script>
+window.coachctxUnsaved = %s;
+if (!window.coachctxGuard) {
+  window.coachctxGuard = true;
+  window.addEventListener("beforeunload", (event) => {
+    if (window.coachctxUnsaved) { event.preventDefault(); event.returnValue = ""; }
+  });
+}
+</script>"""
+
+
 def main() -> None:
-    st.set_page_config(page_title="coachctx policy playground", page_icon=":material/sprint:", layout="wide")
-    st.html("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro', monospace; "
-            "font-size: 0.85rem;}</style>")
-    st.title("coachctx policy playground")
+    # a local icon: a Material icon name makes the browser fetch it from Google on every rerun
+    st.set_page_config(page_title="coachctx policy playground", page_icon=ICON, layout="wide",
+                       initial_sidebar_state="collapsed")
+    st.html(PAGE_CSS)
+    st.markdown("#### coachctx policy playground")
     st.caption("What may the coaching assistant see about this athlete for this question — and why? "
                "Every fact below comes from the engine's Decision; no model is needed.")
+
     try:
         policies = load_policies()
     except PolicyError as e:
         st.error(f"The checked-in policy is invalid, so the playground cannot start:\n\n{e}")
         st.stop()
     store = load_store()
+    keep_draft(policies, store)
     origin = origin_of(policies, store)
+    unsaved = not policies.draft.ok or origin.source.startswith(pg.DRAFT_SOURCE)
+    st.caption(f"Deciding with {origin.description}"
+               + (" · the draft has problems, so its last valid state decides" if not policies.draft.ok else "")
+               + f" · fingerprint `{policies.working.digest}`. More in the sidebar (») and the Versions tab.")
     view = render_inputs(policies)
     config = render_sidebar(policies, origin, store)
     decision, error = compute_decision(view, policies, origin, config)
     if error and view.question.strip():
         st.error(error)
     write_query_params(view)
+    st.html(UNSAVED_GUARD % ("true" if unsaved else "false"), unsafe_allow_javascript=True)
     ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
                   origin=origin)
     for (_, render), tab in zip(TABS, st.tabs([name for name, _ in TABS]), strict=True):

@@ -1,7 +1,9 @@
-"""Helpers behind the Streamlit playground (`app.py`): tables and charts from a Decision, the
-policy diff (as `policy_diff` computes it), YAML export and import, the store's versions and
-labels as tables and where the policy in use came from, impact reports as tables, uploads of
-question sets, traces, the shareable URL state, and reply generation.
+"""Helpers behind the Streamlit playground (`app.py`): tables and charts from a Decision in plain
+words (technical names beside them), the policy diff (as `policy_diff` computes it), form edits
+that rewrite only the value they change (comments kept) and say what they did, YAML export and
+import, the store's versions and labels as tables and where the policy in use came from, impact
+reports as tables, uploads and their limits, traces, the address-bar state (validated, never
+raising), and reply generation.
 
 Nothing here imports Streamlit, so tests call these functions directly and the app only lays
 their results out. Like the app, nothing here decides anything: every fact shown about a
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import io
 import json
 import os
 import re
@@ -26,6 +29,7 @@ import openai
 import pandas as pd
 import yaml
 
+from coachctx.availability import facts
 from coachctx.classifier import (
     DEFAULT_MODEL,
     DEFAULT_TIMEOUT_S,
@@ -41,6 +45,7 @@ from coachctx.classifier import (
 )
 from coachctx.decision import Decision, FragmentDecision
 from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.fragments import FRAGMENTS
 from coachctx.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
 from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.policy import (
@@ -54,7 +59,7 @@ from coachctx.policy import (
 )
 from coachctx.policy_diff import PolicyDiff
 from coachctx.services import Bundle
-from coachctx.store import Label, LabelMove, Version
+from coachctx.store import DRAFT_ID_PATTERN, Label, LabelMove, Version
 from coachctx.text import tokenise
 from coachctx.trace import make_trace
 
@@ -73,10 +78,30 @@ EXAMPLE_QUESTIONS: Final[tuple[str, ...]] = (
 MAX_IMPORT_BYTES: Final = MAX_POLICY_BYTES
 """An imported policy file larger than this is refused before it is decoded."""
 
+
+def human_size(n: int) -> str:
+    """'512 KB', '5 MB', '5.2 MB' (binary units, as the limits are set)."""
+    if n < 1024 * 1024:
+        value, unit = n / 1024, "KB"
+    else:
+        value, unit = n / (1024 * 1024), "MB"
+    return f"{value:.0f} {unit}" if abs(value - round(value)) < 0.05 else f"{value:.1f} {unit}"
+
+
+def check_upload_size(name: str, size: int, limit: int, what: str) -> None:
+    """Refuse an upload over `limit` with the sizes in the same units as the stated limit
+    (bytes too when the two would round to the same figure)."""
+    if size <= limit:
+        return
+    shown, cap = human_size(size), human_size(limit)
+    if shown == cap:
+        shown, cap = f"{size:,} bytes", f"{limit:,} bytes ({human_size(limit)})"
+    raise InputError(f"{name} is {shown}; {what} may be at most {cap}")
+
 SOURCE_LABELS: Final[Mapping[str, str]] = {
-    "rules": "rules — the keyword scores were decisive",
-    "model": "model — the rules were unsure, so a model picked the intent",
-    "fallback": "fallback — the rules were unsure and no model answered",
+    "rules": "keywords (rules) — the keyword scores were decisive",
+    "model": "the model — the keywords were not decisive, so a model picked the intent",
+    "fallback": "a best guess (fallback) — the keywords were not decisive and no model answered",
 }
 
 REASON_LABELS: Final[Mapping[str, str]] = {
@@ -93,6 +118,63 @@ REASON_LABELS: Final[Mapping[str, str]] = {
 }
 
 STATUS_LABELS: Final[Mapping[str, str]] = {"selected": "✔ selected", "withheld": "✘ withheld"}
+
+# Plain words first, the technical name second (on hover, or in brackets): a coach reads the
+# first, an engineer greps for the second.
+FRAGMENT_TITLES: Final[Mapping[str, str]] = {
+    "athlete_profile": "Profile and preferences",
+    "chronotype": "Morning or evening person",
+    "training_block": "Current training block",
+    "baseline_aerobic": "Aerobic baseline",
+    "baseline_mobility": "Mobility baseline",
+    "baseline_strength": "Strength baseline",
+    "readiness_training": "Readiness to train today",
+    "readiness_recovery": "Recovery and sleep today",
+    "readiness_nutrition": "Nutrition today",
+    "readiness_injury": "Pain and injury today",
+    "conditions_today": "Today's weather and air",
+}
+ROLE_LABELS: Final[Mapping[str, str]] = {"primary": "essential (primary)", "secondary": "optional (secondary)",
+                                         "none": "not asked for"}
+SOURCE_WORDS: Final[Mapping[str, str]] = {"rules": "keywords", "model": "the model", "fallback": "best guess"}
+SCOPE_LABELS: Final[Mapping[str, str]] = {"auto": "from the question", "none": "no horizon", "today": "today",
+                                          "week": "this week", "months": "coming months"}
+COST_LABELS: Final[Mapping[str, str]] = {"hand": "estimated", "measured": "measured"}
+
+
+def fragment_title(name: str) -> str:
+    """'Pain and injury today (readiness_injury)'."""
+    title = FRAGMENT_TITLES.get(name)
+    return f"{title} ({name})" if title else name
+
+
+LANGUAGE_NAMES: Final[Mapping[str, str]] = {
+    "en": "English", "es": "Spanish", "de": "German", "fr": "French", "pt": "Portuguese", "it": "Italian",
+    "ja": "Japanese", "zh": "Chinese", "ko": "Korean", "ru": "Russian"}
+_MISSING_WORDS: Final[Mapping[str, str]] = {"unreachable": "service down", "never_computed": "never computed"}
+
+
+def athlete_label(athlete: str, bundle: Bundle, description: str = "") -> str:
+    """The athlete picker's entry says what is special about the athlete, read from the
+    athlete's fetched data: 'omar — readiness service down · English'."""
+    by_service: dict[str, str] = {}
+    empty: list[str] = []
+    for name, fact in facts(bundle).items():
+        if fact.missing is None:
+            continue
+        if fact.missing.code == "empty_field":
+            empty.append(FRAGMENT_TITLES.get(name, name).casefold())
+        else:
+            service = next(f.service for f in FRAGMENTS if f.name == name)
+            by_service[service] = _MISSING_WORDS.get(fact.missing.code, fact.missing.code)
+    notes = [f"{service} {words}" for service, words in by_service.items()]
+    if empty:
+        notes.append(f"empty fields: {', '.join(empty)}")
+    if "injection" in description.casefold():
+        notes.append("prompt-injection test")
+    language = LANGUAGE_NAMES.get(bundle.language or "", bundle.language or "")
+    head = "; ".join(notes) or "all services healthy"
+    return f"{athlete} — {head}" + (f" · {language}" if language else "")
 
 
 # --- the decision as tables --------------------------------------------------------------------
@@ -142,22 +224,23 @@ def explain_fragment(f: FragmentDecision, d: Decision) -> str:
 
 
 def fragments_frame(d: Decision) -> pd.DataFrame:
-    """All eleven fragments in prompt order (selected first), with status, role, reasons, both
-    costs and the rendered line."""
+    """All eleven fragments in prompt order (selected first): the fact in plain words, status and
+    why first, then role, both costs, the rendered line and the technical names."""
     rows = []
     for order, f in enumerate(d.fragments, start=1):
         rows.append({
             "#": order,
-            "fragment": f.name,
+            "fact": FRAGMENT_TITLES.get(f.name, f.name),
             "status": STATUS_LABELS.get(f.status, f.status),
-            "role": f.role,
             "why": explain_fragment(f, d),
-            "reasons": ", ".join(r["code"] for r in f.reasons) or "—",
+            "role": ROLE_LABELS.get(f.role, f.role),
             "cost": f.cost,
+            "line": f.line if f.line is not None else "— (no data)",
             "hand": f.cost_hand,
             "measured": f.cost_measured,
+            "reasons": ", ".join(r["code"] for r in f.reasons) or "—",
             "service": f.service,
-            "line": f.line if f.line is not None else "— (no data)",
+            "fragment": f.name,
         })
     return pd.DataFrame(rows)
 
@@ -210,7 +293,9 @@ def routing_chart(d: Decision) -> alt.LayerChart:
                               "label": f"margin {margin:g}: a runner-up in here makes the rules unsure"}])
         layers.append(alt.Chart(band).mark_rect(opacity=0.12, color="#ff7f0e").encode(
             x=alt.X("start:Q", scale=alt.Scale(domain=[0, x_max])), x2="end:Q", tooltip=["label"]))
-        layers.append(alt.Chart(band).mark_text(align="left", dx=3, dy=-4, color="#c45f00", baseline="bottom").encode(
+        # the margin's label sits a line above the threshold's: both can be at the same x (a
+        # runner-up at zero with threshold 1 and margin 1)
+        layers.append(alt.Chart(band).mark_text(align="left", dx=3, dy=-18, color="#c45f00", baseline="bottom").encode(
             x=alt.X("start:Q", scale=alt.Scale(domain=[0, x_max])), y=alt.value(0),
             text=alt.value(f"margin {margin:g}")))
     rule_df = pd.DataFrame([{"threshold": threshold, "label": f"threshold {threshold:g}"}])
@@ -225,6 +310,24 @@ def routing_headline(d: Decision) -> str:
     i = d.intent
     routed = _and(i["contenders"]) if i["source"] != "rules" and len(i["contenders"]) > 1 else i["name"]
     return f"Routed to **{routed}** by {SOURCE_LABELS.get(i['source'], i['source'])}."
+
+
+def model_answer(model: Mapping[str, Any]) -> str:
+    """What the model said at routing, without a raw None: 'answered `injury` in 840 ms'."""
+    raw, latency = model.get("raw"), model.get("latency_ms")
+    took = f" in {latency:.0f} ms" if isinstance(latency, int | float) else ""
+    if raw is None or not str(raw).strip():
+        return f"asked, but gave no answer{took}"
+    return f"answered `{_short(str(raw), 80).replace('`', chr(39))}`{took}"
+
+
+def decision_summary(d: Decision) -> str:
+    """One line a coach reads first: what goes in, and what stays out and why."""
+    sent = [FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "selected"]
+    held = [f"{FRAGMENT_TITLES.get(f.name, f.name)} ({REASON_LABELS.get(f.reasons[0]['code'], f.reasons[0]['code'])})"
+            if f.reasons else FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "withheld"]
+    return (f"**:green[Sent:]** {', '.join(sent) or 'nothing'}  \n"
+            f"**:red[Withheld:]** {', '.join(held) or 'nothing'}")
 
 
 def service_status_lines(d: Decision) -> list[str]:
@@ -330,9 +433,43 @@ class Problem:
     message: str
 
 
+def yaml_error_line(text: str) -> int | None:
+    """The line a YAML syntax error belongs to: where the unfinished construct (a list, a quote,
+    a key) starts, which is where a coach has to look, not where the parser gave up."""
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.context_mark or e.problem_mark
+        return mark.line + 1 if mark is not None else None
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return None
+
+
+_LINE_PATH = re.compile(r"^line (\d+)")
+
+
 def problems_of(error: PolicyError, text: str) -> list[Problem]:
-    return [Problem(path=path, where=describe_path(path), line=line_of(text, path), message=message)
-            for path, message in error.problems]
+    out = []
+    for path, message in error.problems:
+        m = _LINE_PATH.match(path)
+        if m:
+            line = yaml_error_line(text) if "YAML syntax error" in message else None
+            line = line or int(m.group(1))
+            out.append(Problem(path=path, where=f"line {line}", line=line, message=message))
+        else:
+            out.append(Problem(path=path, where=describe_path(path), line=line_of(text, path), message=message))
+    return out
+
+
+def line_snippet(text: str, line: int, around: int = 2) -> str:
+    """The lines around `line` (1-based), numbered, the line itself marked with '>'."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    first, last = max(1, line - around), min(len(lines), line + around)
+    width = len(str(last))
+    return "\n".join(f"{'>' if n == line else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1))
 
 
 @dataclass(frozen=True)
@@ -414,18 +551,24 @@ def diff_markdown(diff: PolicyDiff, before_name: str, after_name: str) -> str:
 
 EXPORT_HEADER: Final = ("# coachctx policy, exported from the playground (digest {digest}).\n"
                         "# Check it with `coachctx check-policy FILE`; import it back into the playground.\n")
+_EXPORT_HEADER = re.compile(r"\A# coachctx policy, exported from the playground \(digest [0-9a-f]+\)\.\n"
+                            r"# Check it with `coachctx check-policy FILE`; import it back into the playground\.\n")
 
 
-def export_policy_yaml(policy: Policy) -> str:
-    """YAML that `coachctx check-policy` accepts and that imports back to an equal policy."""
-    return EXPORT_HEADER.format(digest=policy.digest) + policy_to_yaml(policy)
+def export_policy_yaml(policy: Policy, text: str | None = None) -> str:
+    """YAML that `coachctx check-policy` accepts and that imports back to an equal policy: the
+    draft's own text when given (its comments and layout kept), else the canonical layout."""
+    body = policy_to_yaml(policy) if text is None else _EXPORT_HEADER.sub("", text, count=1)
+    return EXPORT_HEADER.format(digest=policy.digest) + body
 
 
 def import_policy_bytes(data: bytes, name: str = "<upload>") -> tuple[str, Policy]:
     """Decode and validate an uploaded policy file: (its text, the policy). Raises PolicyError
     for a file too large, not UTF-8, or invalid — parsed with the guarded safe loader only."""
-    if len(data) > MAX_IMPORT_BYTES:
-        raise PolicyError(name, [("", f"file is {len(data)} bytes; the limit is {MAX_IMPORT_BYTES}")])
+    try:
+        check_upload_size(name, len(data), MAX_IMPORT_BYTES, "a policy file")
+    except InputError as e:
+        raise PolicyError(name, [("", str(e))]) from e
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -462,6 +605,257 @@ def with_setting(data: Mapping[str, Any], path: Sequence[str | int], value: Any)
             node = node[part]
     node[path[-1]] = value
     return out
+
+
+# Form edits change the draft's text in place: the value's span is rewritten (found with the
+# parser's marks) and nothing else moves, so the checked-in file's comments and line breaks
+# survive. Where a span cannot be rewritten alone (a key that does not exist yet, a block
+# collection), ruamel.yaml's round trip sets the value: comments survive, some lines re-wrap.
+
+
+def _node_at(text: str, path: Sequence[str | int]) -> yaml.Node | None:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    for part in path:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            child = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            child = node.value[part]
+        if child is None:
+            return None
+        node = child
+    return node
+
+
+def _flow(value: Any, column: int) -> str:
+    """`value` as flow YAML that fits where a node started at `column` (continuation lines
+    indented past it, so the text around stays valid)."""
+    dumped = yaml.dump(value, Dumper=YAML_DUMPER, default_flow_style=True, allow_unicode=True, sort_keys=False,
+                       width=max(40, 110 - column))
+    dumped = dumped.removesuffix("\n").removesuffix("\n...").rstrip("\n")
+    return dumped.replace("\n", "\n" + " " * (column + 1))
+
+
+def _in_place(text: str, path: Sequence[str | int], value: Any) -> str | None:
+    node = _node_at(text, path)
+    if node is None:
+        return None
+    if isinstance(node, yaml.ScalarNode) and node.style not in (None, "'", '"'):
+        return None  # a literal or folded block scalar: its span includes the lines below
+    if isinstance(node, yaml.CollectionNode) and not node.flow_style:
+        return None
+    start, end = node.start_mark.index, node.end_mark.index
+    return text[:start] + _flow(value, node.start_mark.column) + text[end:]
+
+
+def _new_key(text: str, path: Sequence[str | int], value: Any) -> str | None:
+    """A key the draft does not have yet, written as one more line of its parent mapping (or one
+    more entry of a flow mapping); a missing parent is created the same way."""
+    if not path:
+        return None
+    parent = _node_at(text, path[:-1])
+    if parent is None:
+        return _new_key(text, path[:-1], {path[-1]: value})
+    if not isinstance(parent, yaml.MappingNode):
+        return None
+    if parent.flow_style:
+        close = parent.end_mark.index - 1
+        if text[close] != "}":
+            return None
+        entry = _flow({path[-1]: value}, parent.start_mark.column)[1:-1]
+        return text[:close] + (", " if parent.value else "") + entry + text[close:]
+    if not parent.value:
+        return None
+    last = parent.value[-1][1]
+    if isinstance(last, yaml.CollectionNode) and not last.flow_style:
+        return None  # the line after a block collection may hold the next section's comments
+    indent = parent.value[0][0].start_mark.column
+    end = text.find("\n", last.end_mark.index)
+    end = len(text) if end < 0 else end
+    line = " " * indent + _flow({path[-1]: value}, indent)[1:-1]
+    return text[:end] + "\n" + line + text[end:]
+
+
+def _piecewise(text: str, path: Sequence[str | int], value: Any) -> str | None:
+    """A block mapping or sequence changed entry by entry (each in place, or a new key or item
+    line), so a table edit rewrites only the rows that changed. None when an entry was removed."""
+    node = _node_at(text, path)
+    old = _get_path(draft_data(text), path)
+    if isinstance(node, yaml.MappingNode) and isinstance(old, Mapping) and isinstance(value, Mapping):
+        if any(k not in value for k in old):
+            return None
+        for key, item in value.items():
+            if old.get(key) != item:
+                step = _in_place(text, [*path, key], item) if key in old else _new_key(text, [*path, key], item)
+                if step is None:
+                    step = _piecewise(text, [*path, key], item) if key in old else None
+                if step is None:
+                    return None
+                text = step
+        return text
+    if isinstance(node, yaml.SequenceNode) and not node.flow_style and isinstance(old, list) \
+            and isinstance(value, list) and len(value) >= len(old) and old:
+        for i, item in enumerate(value[:len(old)]):
+            if old[i] != item:
+                step = _in_place(text, [*path, i], item)
+                if step is None:
+                    return None
+                text = step
+        for item in value[len(old):]:
+            seq = _node_at(text, path)
+            if not isinstance(seq, yaml.SequenceNode) or not seq.value:
+                return None
+            last = seq.value[-1]
+            if isinstance(last, yaml.CollectionNode) and not last.flow_style:
+                return None
+            end = text.find("\n", last.end_mark.index)
+            end = len(text) if end < 0 else end
+            column = last.start_mark.column
+            text = text[:end] + "\n" + " " * (column - 2) + "- " + _flow(item, column) + text[end:]
+        return text
+    return None
+
+
+def _get_path(data: Any, path: Sequence[str | int]) -> Any:
+    for part in path:
+        if isinstance(data, Mapping):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _round_trip(text: str, path: Sequence[str | int], value: Any) -> str:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+
+    rt = YAML(typ="rt")
+    rt.width, rt.preserve_quotes = 4096, True  # ruamel's wrapping can split a multi-word key in a flow map
+    rt.indent(mapping=2, sequence=4, offset=2)
+    data = rt.load(text)
+    node = data
+    for part in path[:-1]:
+        if isinstance(node, dict) and not isinstance(node.get(part), dict | list):
+            node[part] = CommentedMap()
+        node = node[part]
+    node[path[-1]] = value
+    out = io.StringIO()
+    rt.dump(data, out)
+    return out.getvalue()
+
+
+def edit_draft_text(text: str, path: Sequence[str | int], value: Any) -> str:
+    """The draft's text with the value at `path` set, keeping every comment. The result is
+    checked against a plain data edit; a text that would not read back as intended is never
+    returned (the canonical dump is, comments lost, as a last resort)."""
+    data = draft_data(text)
+    if data is None:
+        raise PolicyError("<draft>", [("", "the draft does not parse as a YAML mapping, so the form cannot edit it")])
+    wanted = with_setting(data, path, value)
+    for attempt in (_in_place, _piecewise, _new_key, _round_trip):
+        try:
+            candidate = attempt(text, path, value)
+        except Exception:  # ruamel raises its own error types for exotic documents: try the next way
+            continue
+        if candidate is not None and draft_data(candidate) == wanted:
+            return candidate
+    return draft_to_yaml(wanted)
+
+
+def add_term_text(text: str, intent: str, language: str, term: str, weight: float) -> str:
+    """A new term appended inside the language's flow mapping (a one-line change), else set
+    through `edit_draft_text`."""
+    node = _node_at(text, ("vocabulary", intent, language))
+    data = draft_data(text)
+    terms = _get(_get(_get(data, "vocabulary"), intent), language)
+    wanted = {**(dict(terms) if isinstance(terms, Mapping) else {}), term: weight}
+    if isinstance(node, yaml.MappingNode) and node.flow_style and data is not None:
+        close = node.end_mark.index - 1
+        if text[close] == "}":
+            entry = _flow({term: weight}, 0)[1:-1]
+            candidate = text[:close] + (", " if node.value else "") + entry + text[close:]
+            if draft_data(candidate) == with_setting(data, ("vocabulary", intent, language), wanted):
+                return candidate
+    return edit_draft_text(text, ("vocabulary", intent, language), wanted)
+
+
+def draft_value(data: Mapping[str, Any] | None, path: Sequence[str | int]) -> Any:
+    """The value at `path` in draft data, None where the path does not exist."""
+    return _get_path(data, path)
+
+
+def show_value(value: Any) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return _show(value)
+
+
+def find_term(data: Mapping[str, Any], intent: str, term: str) -> tuple[str, Any] | None:
+    """(language, weight) of `term` in the intent's vocabulary, matched without case."""
+    by_language = _get(_get(data, "vocabulary"), intent)
+    if not isinstance(by_language, Mapping):
+        return None
+    folded = term.casefold()
+    for language, terms in by_language.items():
+        if isinstance(terms, Mapping):
+            for t, w in terms.items():
+                if str(t).casefold() == folded:
+                    return str(language), w
+    return None
+
+
+@dataclass(frozen=True)
+class EditFeedback:
+    """What a form edit did, in a coach's words; `offer` is a one-click follow-up
+    (label, path, value) when the edit probably did not do what was meant."""
+
+    kind: str  # "ok", "info" (nothing changed), "warning" (done, but read this)
+    message: str
+    offer: tuple[str, tuple[str | int, ...], Any] | None = None
+
+
+def _names(fragments: Sequence[str]) -> str:
+    return _and([fragment_title(f) for f in fragments])
+
+
+def list_edit_feedback(data: Mapping[str, Any], intent: str, field: str, new: Sequence[str]) -> EditFeedback:
+    """Feedback for a change to an intent's primary, secondary or exclude list."""
+    spec = _get(_get(data, "intents"), intent)
+    old_values = _get(spec, field)
+    old = [f for f in old_values if isinstance(f, str)] if isinstance(old_values, list) else []
+    added, removed = [f for f in new if f not in old], [f for f in old if f not in new]
+    if not added and not removed:
+        if list(new) != old:
+            return EditFeedback("ok", f"Reordered {intent}'s {field} list: {', '.join(new)}.")
+        return EditFeedback("info", f"No change: {intent}'s {field} list already reads {', '.join(new) or 'empty'}.")
+    parts = []
+    if added:
+        parts.append(f"added {_names(added)} to")
+    if removed:
+        parts.append(f"removed {_names(removed)} from")
+    message = f"{' and '.join(parts).capitalize()} {intent}'s {field} list."
+    if field == "exclude" and removed:
+        asked = set(_get(spec, "primary") or []) | set(_get(spec, "secondary") or [])
+        still_out = [f for f in removed if f not in asked]
+        if still_out:
+            message += (f" An exclude only withholds a fact the intent might otherwise get (from another intent "
+                        f"with evidence, or while routing is unsure). {intent} does not ask for "
+                        f"{_names(still_out)} itself, so on a clear {intent} question it stays out — now as "
+                        "“not asked for” instead of “excluded”. To send it, add it to the secondary list.")
+            secondary = [f for f in (_get(spec, "secondary") or []) if isinstance(f, str)]
+            return EditFeedback("warning", message, (f"Add {_names(still_out)} to {intent}'s secondary list",
+                                                     ("intents", intent, "secondary"), [*secondary, *still_out]))
+    if field == "exclude" and added:
+        message += (" It is withheld on questions routed to " + intent + " with certainty; a contender or a "
+                    "question that names it still gets it.")
+    return EditFeedback("ok", message)
 
 
 def _get(data: Any, key: str) -> Any:
@@ -606,6 +1000,20 @@ def label_moves_frame(moves: Sequence[LabelMove]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["at (UTC)", "from", "to", "how", "by"])
 
 
+def describe_move(move: LabelMove) -> str:
+    """'version 1 → 2, saved by ana at 2026-12-03 19:40 UTC'."""
+    how = "saved" if move.kind == "save" else "pointed"
+    before = f"version {move.previous} → " if move.previous is not None else "created at "
+    return f"{before}version {move.version}, {how} by {move.author} at {move.at:%Y-%m-%d %H:%M} UTC"
+
+
+def default_save_label(labels: Mapping[str, Label], base: int | None) -> str | None:
+    """The label a save moves by default: `draft` when the save can move it (it does not exist
+    yet, or points at the version the draft is based on), else none, so the default save succeeds."""
+    draft = labels.get("draft")
+    return "draft" if draft is None or draft.version == base else None
+
+
 def previous_version(moves: Sequence[LabelMove]) -> int | None:
     """Where the label pointed before its latest move: what a revert goes back to."""
     return moves[0].previous if moves else None
@@ -626,9 +1034,7 @@ def parse_question_upload(data: bytes, name: str) -> QuestionSet:
     if fmt is None:
         raise InputError(f"{name}: unknown question set format {suffix or '(no suffix)'!r}; upload a .yaml "
                          "(like dev.yaml), .jsonl or .csv file")
-    if len(data) > MAX_QUESTIONS_UPLOAD_BYTES:
-        raise InputError(f"{name}: file is {len(data)} bytes; the limit is "
-                         f"{MAX_QUESTIONS_UPLOAD_BYTES // (1024 * 1024)} MB")
+    check_upload_size(name, len(data), MAX_QUESTIONS_UPLOAD_BYTES, "a question set")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -714,7 +1120,7 @@ def decision_trace_json(d: Decision, bundle: Bundle, *, cost_mode: str, budget: 
 
 @dataclass(frozen=True)
 class ViewState:
-    """What a shared link restores."""
+    """What a link restores, and what Back and Forward step through."""
 
     question: str
     athlete: str
@@ -723,20 +1129,46 @@ class ViewState:
     budget: int | None = None
     cost_mode: str = "hand"
     policy_digest: str | None = None
+    draft_id: str | None = None
+    """The edited draft kept in the policy store under this id: a reload restores it."""
 
 
-URL_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "policy")
+URL_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "policy", "draft")
+VIEW_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs")
+"""The parameters Back and Forward restore (the policy and the draft are not history)."""
 MAX_URL_BUDGET: Final = 1_000_000
 _DIGEST = re.compile(r"^[0-9a-f]{6,64}$")
+_BUDGET = re.compile(r"^[0-9]{1,7}$")  # ASCII digits only: str.isdigit() accepts '²', which int() refuses
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates (which no encoder accepts) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def cleaned(value: Any) -> Any:
+    """`value` with every string (keys too) passed through `clean_text`, for display."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        return {cleaned(k): cleaned(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [cleaned(v) for v in value]
+    return value
 
 
 def encode_view(view: ViewState) -> dict[str, str]:
-    """Query parameters for a view; the budget only for a custom tier."""
-    params = {"q": view.question, "athlete": view.athlete, "scope": view.scope, "tier": view.tier,
+    """Query parameters for a view; the budget only for a custom tier; the policy digest only
+    when no draft id restores the policy itself (a digest that changes with every edit would
+    add a history entry per keystroke)."""
+    params = {"q": clean_text(view.question), "athlete": view.athlete, "scope": view.scope, "tier": view.tier,
               "costs": view.cost_mode}
     if view.tier == "custom" and view.budget is not None:
         params["budget"] = str(view.budget)
-    if view.policy_digest:
+    if view.draft_id:
+        params["draft"] = view.draft_id
+    elif view.policy_digest:
         params["policy"] = view.policy_digest
     return params
 
@@ -745,22 +1177,28 @@ def _param(params: Mapping[str, Any], key: str) -> str | None:
     value = params.get(key)
     if isinstance(value, list | tuple):
         value = value[-1] if value else None
-    return value if isinstance(value, str) else None
+    return clean_text(value) if isinstance(value, str) else None
+
+
+def _shown(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "…")
 
 
 def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Sequence[str],
                 default: ViewState) -> tuple[ViewState, list[str]]:
-    """A view from query parameters; anything unusable keeps the default and is reported."""
+    """A view from query parameters; anything unusable keeps the default and is reported in a
+    one-line note. Never raises, whatever the parameters hold."""
     notes: list[str] = []
     out = dict(question=default.question, athlete=default.athlete, scope=default.scope, tier=default.tier,
-               budget=default.budget, cost_mode=default.cost_mode, policy_digest=None)
+               budget=default.budget, cost_mode=default.cost_mode, policy_digest=None, draft_id=None)
 
-    def take(key: str, field: str, allowed: Sequence[str] | None, what: str) -> None:
+    def take(key: str, field: str, allowed: Sequence[str], what: str) -> None:
         value = _param(params, key)
         if value is None:
             return
-        if allowed is not None and value not in allowed:
-            notes.append(f"the link's {what} {value!r} is not one of {', '.join(allowed)}; kept {out[field]!r}")
+        if value not in allowed:
+            notes.append(f"the link's {what} {_shown(value)} is not one of {', '.join(allowed)}; "
+                         f"kept {out[field]!r}")
             return
         out[field] = value
 
@@ -769,23 +1207,31 @@ def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Se
         if q.strip() and len(q) <= MAX_QUESTION_CHARS:
             out["question"] = q
         else:
-            notes.append("the link's question is empty or too long; kept the default question")
+            notes.append(f"the link's question is empty or longer than {MAX_QUESTION_CHARS:,} characters; "
+                         "kept the default question")
     take("athlete", "athlete", athletes, "athlete")
-    take("scope", "scope", SCOPE_REQUESTS, "scope")
+    take("scope", "scope", SCOPE_REQUESTS, "time horizon")
     take("tier", "tier", [*tiers, "custom"], "tier")
     take("costs", "cost_mode", COST_MODES, "cost mode")
     budget = _param(params, "budget")
     if budget is not None:
-        if budget.isdigit() and int(budget) <= MAX_URL_BUDGET:
+        if _BUDGET.match(budget) and int(budget) <= MAX_URL_BUDGET:
             out["budget"] = int(budget)
         else:
-            notes.append(f"the link's budget {budget!r} is not a whole number of tokens; ignored")
+            notes.append(f"the link's budget {_shown(budget)} is not a whole number of tokens from 0 to "
+                         f"{MAX_URL_BUDGET:,}; ignored")
     digest = _param(params, "policy")
     if digest is not None:
         if _DIGEST.match(digest):
             out["policy_digest"] = digest
         else:
-            notes.append("the link's policy digest is malformed; ignored")
+            notes.append(f"the link's policy digest {_shown(digest)} is not a digest; ignored")
+    draft = _param(params, "draft")
+    if draft is not None:
+        if DRAFT_ID_PATTERN.match(draft):
+            out["draft_id"] = draft
+        else:
+            notes.append(f"the link's draft id {_shown(draft)} is malformed; ignored")
     return ViewState(**out), notes  # type: ignore[arg-type]
 
 

@@ -113,6 +113,29 @@ _label_moves = sa.Table(
     sqlite_autoincrement=True,
 )
 
+# Unsaved work from the playground, one row per draft id (the id sits in the page's URL), so a
+# reload or a restart of the app does not lose an edited policy. Not a version: no digest, no
+# validation, overwritten in place; saving it as a version is a separate, deliberate step.
+_drafts = sa.Table(
+    "policy_drafts", _metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("yaml", sa.Text, nullable=False),
+    sa.Column("base", sa.Integer, nullable=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+DRAFT_ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{8,32}$")
+MAX_DRAFT_CHARS: Final = 512 * 1024
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A playground draft as last kept: its text (valid or not) and the version it builds on."""
+
+    id: str
+    yaml: str
+    base: int | None
+    updated_at: datetime
+
 
 @dataclass(frozen=True)
 class Version:
@@ -371,6 +394,30 @@ class PolicyStore:
             msg = (f"refused: your policy is based on version {base}, but {label!r} has moved on{since}; "
                    f"load version {head}, redo your change there and save again")
         return StaleSaveError(msg, label=label, head=head, base=base)
+
+    # --- drafts: unsaved work, kept across reloads ---------------------------------------------
+
+    def put_draft(self, draft_id: str, text: str, base: int | None) -> None:
+        """Keep (or overwrite) the draft under `draft_id`."""
+        if not DRAFT_ID_PATTERN.match(draft_id):
+            raise StoreError(f"draft id {draft_id!r} is not valid")
+        if len(text) > MAX_DRAFT_CHARS:
+            raise StoreError(f"the draft is {len(text)} characters; the limit is {MAX_DRAFT_CHARS}")
+        now = datetime.now(UTC)
+        with self._errors("keep the draft"), self.engine.begin() as conn:
+            updated = conn.execute(_drafts.update().where(_drafts.c.id == draft_id)
+                                   .values(yaml=text, base=base, updated_at=now))
+            if updated.rowcount == 0:
+                conn.execute(_drafts.insert().values(id=draft_id, yaml=text, base=base, updated_at=now))
+
+    def get_draft(self, draft_id: str) -> Draft | None:
+        if not DRAFT_ID_PATTERN.match(draft_id):
+            return None
+        with self._errors("read the draft"), self.engine.connect() as conn:
+            row = conn.execute(sa.select(_drafts).where(_drafts.c.id == draft_id)).first()
+        if row is None:
+            return None
+        return Draft(id=row.id, yaml=row.yaml, base=row.base, updated_at=_utc(row.updated_at))
 
     # --- checking ------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import streamlit as st
 import yaml
 from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
 from openai_server import ChatBehaviour, ChatServer
@@ -19,12 +20,12 @@ from streamlit.testing.v1 import AppTest
 
 from coachctx import cli
 from coachctx import playground as pg
-from coachctx.errors import PolicyError
+from coachctx.errors import InputError, PolicyError
 from coachctx.pipeline import SCOPE_REQUESTS, select
 from coachctx.policy import Policy, load_policy, parse_policy, policy_to_yaml
 from coachctx.policy_diff import diff_policies
 from coachctx.services import FixtureUpstream, fetch_bundle
-from coachctx.trace import make_trace
+from coachctx.trace import MAX_TRACE_BYTES, make_trace
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 ATHLETES = ("maya", "kenji", "lucia", "omar", "ines", "tom", "priya")
@@ -94,7 +95,7 @@ class TestDecisionView:
         assert len(table) == 11
         for name in READINESS:
             assert table.loc[name, "status"] == pg.STATUS_LABELS["selected"]
-            assert table.loc[name, "role"] == "primary"
+            assert table.loc[name, "role"] == pg.ROLE_LABELS["primary"]
         assert set(table["hand"]) and set(table["measured"])  # both costs side by side
         withheld = table[table["status"] == pg.STATUS_LABELS["withheld"]]
         assert all(withheld["why"].str.len() > 0)
@@ -142,9 +143,9 @@ class TestDecisionView:
 
     def test_custom_budget_and_measured_costs_reach_the_decision(self) -> None:
         at = started()
-        at.button_group(key="tier").set_value("custom").run()
+        at.selectbox(key="tier").set_value("custom").run()
         at.number_input(key="budget").set_value(0).run()
-        at.button_group(key="cost_mode").set_value("measured").run()
+        at.selectbox(key="cost_mode").set_value("measured").run()
         d = decision(at)
         assert d["tier"] == "custom" and d["budget"] == 0 and d["tokens"]["cost_mode"] == "measured"
         over = [f["name"] for f in d["fragments"] if any(r["code"] == "over_budget" for r in f["reasons"])]
@@ -157,8 +158,8 @@ class TestDecisionView:
         at.selectbox(key="athlete").set_value(athlete).run()
         for scope in SCOPE_REQUESTS:
             for tier in ("free", "paid", "custom"):
-                at.button_group(key="scope").set_value(scope)
-                at.button_group(key="tier").set_value(tier)
+                at.selectbox(key="scope").set_value(scope)
+                at.selectbox(key="tier").set_value(tier)
                 at.run()
                 assert not at.exception, (athlete, scope, tier, [e.stack_trace for e in at.exception])
                 d = decision(at)
@@ -208,7 +209,7 @@ class TestPolicyEditor:
     def test_form_list_edit_and_new_term(self) -> None:
         at = started()
         at.selectbox(key="ed_intent").set_value("injury").run()
-        exclude = next(m for m in at.multiselect if m.label == "exclude")
+        exclude = next(m for m in at.multiselect if m.label == "Withheld facts (exclude)")
         exclude.set_value([]).run()
         assert parse_policy(at.session_state["policy_yaml"]).intent("injury").exclude == []
         at.text_input(key="add.injury.term").input("zorblat").run()
@@ -238,9 +239,9 @@ class TestPolicyEditor:
     def test_yaml_syntax_error_names_the_line(self) -> None:
         at = started()
         good = decision(at)["policy"]["digest"]
-        at.text_area(key="policy_yaml").set_value("routing: {margin: [1\n").run()
+        at.text_area(key="policy_yaml").set_value("tiers: {free: 50}\nrouting: {margin: [1\n").run()
         assert not at.exception
-        assert "line 2" in all_text(at)
+        assert "**line 2**" in all_text(at)  # where the unclosed mapping starts, not where the text ends
         assert decision(at)["policy"]["digest"] == good
 
     def test_diff_lists_the_changed_setting(self) -> None:
@@ -269,7 +270,96 @@ class TestPolicyEditor:
         assert any("was not imported" in e.value for e in at.error)
 
 
+def comment_lines(text: str) -> list[str]:
+    return [line[line.index("#"):] for line in text.splitlines() if "#" in line]
+
+
+CHECKED_IN_TEXT = (Path(__file__).resolve().parents[1] / "policy" / "default.yaml").read_text(encoding="utf-8")
+
+
+class TestEditorFeedback:
+    def test_a_form_edit_changes_one_line_and_keeps_every_comment(self) -> None:
+        at = started()
+        margin = next(n for n in at.number_input if n.label == "Margin over the runner-up")
+        margin.set_value(0.5).run()
+        text = at.session_state["policy_yaml"]
+        assert comment_lines(text) == comment_lines(CHECKED_IN_TEXT)
+        changed = [(a, b) for a, b in zip(CHECKED_IN_TEXT.splitlines(), text.splitlines(), strict=True) if a != b]
+        assert len(changed) == 1 and "margin: 0.5" in changed[0][1] and "# ..." in changed[0][1]
+        assert any("Set confidence threshold" in s.value or "margin" in s.value for s in at.success)
+
+    def test_adding_a_term_that_exists_says_so_and_changes_nothing(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("injury").run()
+        before = at.session_state["policy_yaml"]
+        at.text_input(key="add.injury.term").input("Pain").run()
+        at.button(key="add.injury.go").click().run()
+        assert at.session_state["policy_yaml"] == before
+        assert any("already a term of injury" in i.value and "en" in i.value for i in at.info)
+
+    def test_a_new_term_is_one_added_entry(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("injury").run()
+        at.text_input(key="add.injury.term").input("zorblat").run()
+        at.button(key="add.injury.go").click().run()
+        text = at.session_state["policy_yaml"]
+        assert comment_lines(text) == comment_lines(CHECKED_IN_TEXT)
+        changed = [b for a, b in zip(CHECKED_IN_TEXT.splitlines(), text.splitlines(), strict=True) if a != b]
+        assert len(changed) == 1 and changed[0].rstrip().endswith("zorblat: 1.0}")
+        assert any("Added “zorblat”" in s.value for s in at.success)
+
+    def test_removing_an_exclude_explains_and_offers_add_to_secondary(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("training").run()
+        exclude = next(m for m in at.multiselect if m.label == "Withheld facts (exclude)")
+        assert "readiness_recovery" in exclude.value
+        exclude.set_value([f for f in exclude.value if f != "readiness_recovery"]).run()
+        assert parse_policy(at.session_state["policy_yaml"]).intent("training").exclude == ["readiness_injury"]
+        warning = next(w.value for w in at.warning if "exclude list" in w.value)
+        assert "does not ask for" in warning and "not asked for" in warning and "secondary" in warning
+        at.text_input(key="question").input("How hard should my interval session be?").run()
+        withheld = {f["name"]: [r["code"] for r in f["reasons"]] for f in decision(at)["fragments"]}
+        assert withheld["readiness_recovery"] == ["not_requested"]  # still out, as the warning said
+        at.button(key="editor_offer").click().run()
+        assert "readiness_recovery" in parse_policy(at.session_state["policy_yaml"]).intent("training").secondary
+        assert "readiness_recovery" in decision(at)["selected"]
+
+    def test_an_edit_that_changes_nothing_says_so(self) -> None:
+        at = started()
+        at.selectbox(key="ed_intent").set_value("injury").run()
+        primary = next(m for m in at.multiselect if m.label == "Essential facts (primary)")
+        before = at.session_state["policy_yaml"]
+        primary.set_value(list(primary.value)).run()
+        max_words = next(n for n in at.number_input if n.label == "Longest reply (words)")
+        max_words.set_value(max_words.value).run()
+        assert at.session_state["policy_yaml"] == before
+
+    def test_a_yaml_error_is_reported_once_at_its_line_with_the_line_shown(self) -> None:
+        at = started()
+        lines = CHECKED_IN_TEXT.splitlines()
+        assert lines[10].startswith("  margin:")
+        lines[10] = "  margin: [1.0, 2.0"  # line 11: a list never closed
+        at.text_area(key="policy_yaml").set_value("\n".join(lines) + "\n").run()
+        assert not at.exception
+        problems = [m.value for m in at.markdown if m.value.startswith("- **line")]
+        assert len(problems) == 1 and problems[0].startswith("- **line 11**"), problems
+        assert "line 13" not in problems[0]
+        snippet = next(c.value for c in at.code if "> 11 |" in c.value)
+        assert "margin: [1.0, 2.0" in snippet and " 10 |" in snippet
+
+
 class TestExportImport:
+    def test_export_keeps_the_drafts_comments_and_imports_back(self, tmp_path: Path) -> None:
+        text = CHECKED_IN_TEXT.replace("margin: 1.0 ", "margin: 0.5 ")
+        policy = parse_policy(text)
+        exported = pg.export_policy_yaml(policy, text)
+        assert comment_lines(CHECKED_IN_TEXT)[0] in exported and "# ... and lead the runner-up" in exported
+        assert cli.main(["check-policy", str(_write(tmp_path / "e.yaml", exported))]) == 0
+        _, again = pg.import_policy_bytes(exported.encode(), "e.yaml")
+        assert again.digest == policy.digest
+        assert pg.export_policy_yaml(again, exported) == exported  # no second header on a re-export
+
+
     def test_export_round_trips_and_check_policy_accepts_it(self, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
         policy = parse_policy(draft_with(set_margin_zero))
@@ -284,7 +374,8 @@ class TestExportImport:
         assert pg.export_policy_yaml(again) == exported
 
     def test_import_refuses_oversized_files_before_parsing(self) -> None:
-        with pytest.raises(PolicyError, match=r"^invalid policy big\.yaml: file is \d+ bytes; the limit is"):
+        with pytest.raises(PolicyError, match=r"^invalid policy big\.yaml: big\.yaml is 524,289 bytes; a policy file "
+                                              r"may be at most 524,288 bytes \(512 KB\)"):
             pg.import_policy_bytes(b"#" * (pg.MAX_IMPORT_BYTES + 1), "big.yaml")
 
     def test_import_refuses_non_utf8_and_object_tags(self) -> None:
@@ -292,6 +383,11 @@ class TestExportImport:
             pg.import_policy_bytes(b"\xff\xfe\x00", "latin.yaml")
         with pytest.raises(PolicyError, match=r"YAML"):
             pg.import_policy_bytes(b"!!python/object/apply:os.system ['true']", "evil.yaml")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 # --- sharing: the URL ----------------------------------------------------------------------------
@@ -309,7 +405,7 @@ class TestUrlState:
         d = decision(at)
         assert (d["athlete"], d["scope"]["requested"], d["tier"], d["budget"], d["tokens"]["cost_mode"]) == \
             ("omar", "today", "custom", 120, "measured")
-        assert at.query_params["policy"] == d["policy"]["digest"]
+        assert at.query_params["draft"] == at.session_state["draft_id"]  # the draft, not a digest, restores the policy
         assert at.query_params["athlete"] == "omar"
 
     def test_the_url_follows_the_inputs(self) -> None:
@@ -322,7 +418,7 @@ class TestUrlState:
         at = new_app()
         at.query_params.update(q=pg.PAIN_QUESTION, athlete="maya", policy="0123456789ab")
         at.run()
-        assert any("0123456789ab" in w.value and "shared with policy" in w.value for w in at.sidebar.warning)
+        assert any("0123456789ab" in w.value and "names policy" in w.value for w in at.sidebar.warning)
 
     def test_bad_values_in_the_link_are_ignored_and_reported(self) -> None:
         at = new_app()
@@ -332,6 +428,158 @@ class TestUrlState:
         assert decision(at)["athlete"] == "maya"
         notes = " ".join(i.value for i in at.sidebar.info)
         assert "'nobody'" in notes and "'gold'" in notes
+
+
+class TestDraftSurvivesReloadAndHistory:
+    """A reload is a new session with the same address; a restart also loses every cache."""
+
+    def edited(self) -> tuple[AppTest, str]:
+        at = started()
+        text = draft_with(set_margin_zero)
+        at.text_area(key="policy_yaml").set_value(text).run()
+        assert not at.exception
+        return at, text
+
+    def reopen(self, at: AppTest, *, restart: bool = False) -> AppTest:
+        if restart:
+            st.cache_data.clear()
+            st.cache_resource.clear()
+        again = new_app()
+        again.query_params.update(dict(at.query_params))
+        again.run()
+        assert not again.exception, [e.stack_trace for e in again.exception]
+        return again
+
+    @pytest.mark.parametrize("restart", [False, True], ids=["reload", "restart"])
+    def test_an_edited_draft_survives(self, restart: bool) -> None:
+        at, text = self.edited()
+        assert at.query_params["draft"] == at.session_state["draft_id"]
+        assert "policy" not in at.query_params  # the draft restores the policy; no digest churn in history
+        again = self.reopen(at, restart=restart)
+        assert again.text_area(key="policy_yaml").value == text
+        assert decision(again)["policy"]["digest"] == decision(at)["policy"]["digest"]
+        # about the user's own reload, nothing speaks of a link someone shared
+        assert not at.sidebar.warning and not again.sidebar.warning
+        assert any("kept in the policy store" in c.value for c in again.sidebar.caption)
+
+    def test_an_invalid_draft_survives_too(self) -> None:
+        at = started()
+        at.text_area(key="policy_yaml").set_value("routing: [unclosed\n").run()
+        again = self.reopen(at)
+        assert again.text_area(key="policy_yaml").value == "routing: [unclosed\n"
+        assert decision(again)["policy"]["digest"] == load_policy().digest  # the last valid policy decides
+
+    def test_a_loaded_version_stays_the_draft_base_after_a_reload(self) -> None:
+        at = started()
+        at.text_input(key="author").input("ana").run()
+        at.text_input(key="save_message").input("baseline").run()
+        at.selectbox(key="save_label").set_value("live").run()
+        at.button(key="save_version").click().run()
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        again = self.reopen(at)
+        assert again.session_state["draft_base"] == 1
+        assert decision(again)["policy"]["source"] == "playground draft, edited from store:v1"
+
+    def test_an_untouched_page_keeps_nothing_and_the_first_edit_adds_no_history_entry(self) -> None:
+        from coachctx.store import PolicyStore, default_store_url
+
+        at = started()
+        at.text_input(key="question").input("thanks!").run()
+        address = dict(at.query_params)
+        draft_id = at.session_state["draft_id"]
+        assert address["draft"] == draft_id
+        with PolicyStore(default_store_url()) as store:
+            assert store.get_draft(draft_id) is None
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        assert dict(at.query_params) == address  # same address: Back is not spent on the edit
+        with PolicyStore(default_store_url()) as store:
+            assert store.get_draft(draft_id) is not None
+
+    def test_a_draft_id_the_store_does_not_have_starts_from_the_checked_in_policy(self) -> None:
+        at = new_app()
+        at.query_params.update(q=pg.PAIN_QUESTION, draft="AbCdEfGh1234")
+        at.run()
+        assert not at.exception
+        assert at.session_state["draft_id"] == "AbCdEfGh1234"
+        assert decision(at)["policy"]["digest"] == load_policy().digest
+
+    def test_the_store_keeps_and_overwrites_a_draft(self, tmp_path: Path) -> None:
+        from coachctx.store import PolicyStore, StoreError
+
+        with PolicyStore(f"sqlite:///{tmp_path / 's.sqlite'}") as store:
+            assert store.get_draft("AbCdEfGh1234") is None
+            store.put_draft("AbCdEfGh1234", "routing: [unclosed\n", None)
+            store.put_draft("AbCdEfGh1234", CHECKED_IN_TEXT, 3)
+            kept = store.get_draft("AbCdEfGh1234")
+            assert kept is not None and (kept.yaml, kept.base) == (CHECKED_IN_TEXT, 3)
+            assert store.get_draft("../../etc") is None
+            with pytest.raises(StoreError, match=r"^draft id 'x' is not valid$"):
+                store.put_draft("x", "", None)
+
+    def test_back_and_forward_restore_the_question(self) -> None:
+        at = started()
+        first = dict(at.query_params)
+        at.text_input(key="question").input("How much protein per day?").run()
+        second = dict(at.query_params)
+        assert second["q"] == "How much protein per day?"
+        at.query_params.clear()
+        at.query_params.update(first)  # what Back does: the same session reruns with the older entry
+        at.run()
+        assert at.text_input(key="question").value == pg.PAIN_QUESTION
+        assert decision(at)["question"] == pg.PAIN_QUESTION
+        assert dict(at.query_params) == first  # and the page does not push the newer view again
+        at.query_params.clear()
+        at.query_params.update(second)  # Forward
+        at.run()
+        assert decision(at)["question"] == "How much protein per day?"
+
+    def test_back_restores_the_athlete_and_keeps_the_draft(self) -> None:
+        at, text = self.edited()
+        before = dict(at.query_params)
+        at.selectbox(key="athlete").set_value("omar").run()
+        at.query_params.clear()
+        at.query_params.update(before)
+        at.run()
+        assert at.selectbox(key="athlete").value == "maya"
+        assert at.text_area(key="policy_yaml").value == text
+
+
+class TestAddressParameters:
+    @pytest.mark.parametrize(("params", "shown"), [
+        ({"tier": "custom", "budget": "²"}, "'²'"),
+        ({"tier": "custom", "budget": "-5"}, "'-5'"),
+        ({"tier": "custom", "budget": "99999999999"}, "'99999999999'"),
+        ({"scope": "yesterday"}, "'yesterday'"),
+        ({"costs": "guess"}, "'guess'"),
+        ({"athlete": "../etc/passwd"}, "'../etc/passwd'"),
+        ({"policy": "<script>"}, "'<script>'"),
+        ({"draft": "x"}, "'x'"),
+        ({"q": "x" * 3000}, "longer than"),
+        ({"q": "   "}, "empty"),
+    ])
+    def test_a_bad_parameter_gives_a_message_and_falls_back(self, params: dict[str, str], shown: str) -> None:
+        at = new_app()
+        at.query_params.update(params)
+        at.run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        notes = " ".join(i.value for i in at.sidebar.info)
+        assert shown in notes
+        d = decision(at)
+        assert d["athlete"] == "maya" and d["question"] == pg.PAIN_QUESTION
+
+    def test_decode_view_never_raises(self) -> None:
+        default = pg.ViewState(question="q", athlete="maya")
+        for value in ("²", "٣", "1e3", "", "\ufffd", "0x10", " 7"):
+            view, notes = pg.decode_view({"budget": value, "tier": "custom"}, athletes=["maya"], tiers=["paid"],
+                                         default=default)
+            assert view.budget is None and notes, value
+        assert pg.decode_view({"budget": "7"}, athletes=["maya"], tiers=["paid"], default=default)[0].budget == 7
+
+    def test_lone_surrogates_are_replaced(self) -> None:
+        assert pg.clean_text("knee \ud800 pain") == "knee \ufffd pain"
+        view, _ = pg.decode_view({"q": "knee \udfff"}, athletes=["maya"], tiers=["paid"],
+                                 default=pg.ViewState(question="q", athlete="maya"))
+        assert view.question == "knee \ufffd"
 
 
 # --- reproduce a trace ---------------------------------------------------------------------------
@@ -382,6 +630,96 @@ class TestTraceReproduce:
         at.file_uploader(key="trace_upload").set_value(("t.json", b"{not json", "application/json")).run()
         assert not at.exception
         assert any("Cannot reproduce" in e.value and "not valid JSON" in e.value for e in at.error)
+
+
+class TestUploads:
+    def test_sizes_are_stated_in_one_unit(self) -> None:
+        assert [pg.human_size(n) for n in (512 * 1024, 5 * 1024 * 1024, int(5.2 * 1024 * 1024))] == \
+            ["512 KB", "5 MB", "5.2 MB"]
+        with pytest.raises(InputError, match=r"^t\.json is 6 MB; a trace may be at most 5 MB$"):
+            pg.check_upload_size("t.json", 6 * 1024 * 1024, 5 * 1024 * 1024, "a trace")
+        pg.check_upload_size("t.json", 5 * 1024 * 1024, 5 * 1024 * 1024, "a trace")  # at the limit: accepted
+
+    def test_each_uploader_states_its_limit_once(self) -> None:
+        at = started()
+        labels = {u.key: u.label for u in at.get("file_uploader")}
+        assert "at most 5 MB" in labels["trace_upload"] and "at most 512 KB" in labels["policy_upload"]
+
+    def test_an_oversized_trace_is_refused_inline_in_place_of_the_last_result(self, tmp_path: Path) -> None:
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json")).run()
+        assert any("Same decision" in s.value for s in at.success)
+        big = b" " * (MAX_TRACE_BYTES + 1)
+        at.file_uploader(key="trace_upload").set_value(("big.json", big, "application/json")).run()
+        assert not at.exception
+        assert any("big.json is 5,242,881 bytes; a trace may be at most 5,242,880 bytes (5 MB)" in e.value
+                   for e in at.error)
+        assert not any("Same decision" in s.value for s in at.success)
+
+    def test_a_trace_of_an_unknown_athlete_says_so_when_opened(self) -> None:
+        bundle = fetch_bundle(FixtureUpstream(), "tom")
+        trace = make_trace(select("Is the air ok for a run?", bundle, load_policy()), bundle, cost_mode="hand",
+                           budget=None)
+        trace["inputs"]["athlete"] = "zoe"
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("t.json", json.dumps(trace).encode(), "application/json"))
+        at.run()
+        assert any("'zoe' is not one of the sample athletes" in w.value for w in at.warning)
+        at.button(key="open_trace").click().run()
+        assert decision(at)["question"] == "Is the air ok for a run?" and decision(at)["athlete"] == "maya"
+        assert any("'zoe' is not a sample athlete here" in i.value for i in at.info)
+
+    def test_a_question_with_a_lone_surrogate_neither_crashes_nor_breaks_the_page(self) -> None:
+        bundle = fetch_bundle(FixtureUpstream(), "maya")
+        trace = make_trace(select("knee pain?", bundle, load_policy()), bundle, cost_mode="hand", budget=None)
+        raw = json.dumps(trace).replace("knee pain?", "knee \\ud800 pain?").encode()
+        at = started()
+        at.file_uploader(key="trace_upload").set_value(("t.json", raw, "application/json")).run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        at.button(key="open_trace").click().run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        assert decision(at)["question"] == "knee \ufffd pain?"
+
+
+class TestSmallerThings:
+    def test_a_model_answer_of_none_is_said_in_words(self) -> None:
+        assert pg.model_answer({"raw": None, "latency_ms": 812.4}) == "asked, but gave no answer in 812 ms"
+        assert pg.model_answer({"raw": "injury", "latency_ms": None}) == "answered `injury`"
+        assert "None" not in pg.model_answer({"raw": None, "latency_ms": None})
+
+    def test_the_chart_s_threshold_and_margin_labels_sit_on_different_lines(self, maya: Any) -> None:
+        d = select(pg.PAIN_QUESTION, maya, load_policy())  # threshold 1, margin band from 0 to 1
+        spec = pg.routing_chart(d).to_dict()
+        texts = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "text"]
+        offsets = sorted(layer["mark"]["dy"] for layer in texts)
+        assert len(offsets) == 2 and offsets[1] - offsets[0] >= 12  # one text line apart
+
+    def test_the_page_icon_is_a_local_file(self) -> None:
+        source = Path(APP).read_text(encoding="utf-8")
+        assert "page_icon=ICON" in source and ":material/" not in source.split("page_icon=")[1][:40]
+        assert (Path(APP).parent / "assets" / "favicon.png").is_file()
+
+    def test_the_unsaved_edits_guard_follows_the_draft(self) -> None:
+        at = started()
+        assert "coachctxUnsaved = false" in guard_script(at)
+        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        assert "coachctxUnsaved = true" in guard_script(at)
+
+    def test_athlete_entries_say_what_is_special(self, bundles: dict[str, Any]) -> None:
+        upstream = FixtureUpstream()
+        labels = {a: pg.athlete_label(a, bundles[a], upstream.describe(a)) for a in ATHLETES}
+        assert labels["omar"] == "omar — readiness service down · English"
+        assert labels["ines"] == "ines — baselines never computed · Portuguese"
+        assert "empty fields" in labels["tom"] and "pain and injury today" in labels["tom"]
+        assert labels["maya"] == "maya — all services healthy · English"
+        assert "prompt-injection" in labels["priya"]
+        at = started()
+        assert at.selectbox(key="athlete").format_func("omar") == labels["omar"]
+
+
+def guard_script(at: AppTest) -> str:
+    bodies = [str(getattr(e.proto, "body", "")) for e in at.get("html")]
+    return next(b for b in bodies if "coachctxUnsaved" in b)
 
 
 # --- replies -------------------------------------------------------------------------------------

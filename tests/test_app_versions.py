@@ -137,10 +137,9 @@ class TestDoneWhen:
         history = frame_with(at, "version", "labels", "author", "message", "digest", "parent")
         assert list(history["version"]) == [2, 1] and history.iloc[0]["labels"] == "live"
 
-        # revert: live back to version 1 (the revert control offers the version before the last move)
-        target = at.selectbox(key="move_to.live.2")
-        assert target.value == 1
-        at.button(key="move_go").click().run()
+        # revert: live back to where it pointed before its last move
+        assert at.button(key="revert_go").label == "Revert live to version 1"
+        at.button(key="revert_go").click().run()
         assert not at.exception
         with PolicyStore(store_url) as store:
             assert store.labels()["live"].version == 1
@@ -148,6 +147,10 @@ class TestDoneWhen:
                 [("label", 2, 1), ("save", 1, 2), ("save", None, 1)]
             assert [v.number for v in store.history()] == [2, 1]  # a revert deletes nothing
         assert any("live now points at version 1" in s for s in texts(at.success))
+        # the page still decides with the draft (version 2) until the coach uses version 1 here
+        assert decision(at)["policy"]["version"] == "2"
+        at.button(key="use_moved").click().run()
+        assert decision(at)["policy"]["version"] == "1"
 
     def test_a_stale_save_is_refused_and_loses_nothing(self, store_url: str) -> None:
         checked_in = read_policy_text(CHECKED_IN)
@@ -167,8 +170,9 @@ class TestDoneWhen:
         save(at, "training may see recovery", label="live")
         status = at.session_state["versions_status"]
         assert status["kind"] == "stale" and status["head"] == 2 and status["base"] == 1
-        refused = [e for e in texts(at.error) if "another coach saved first" in e]
-        assert refused and "version 2 by ben" in refused[0] and "Nothing is lost" in refused[0]
+        refused = [e for e in texts(at.error) if "ben saved version 2 on live" in e]
+        assert refused and "after the version 1 your draft is based on" in refused[0]
+        assert "Nothing is lost" in refused[0] and "another coach" not in refused[0]
         assert at.session_state["policy_yaml"] == mine  # the draft is kept
         assert at.session_state["draft_base"] == 1
         with PolicyStore(store_url) as store:
@@ -184,6 +188,51 @@ class TestDoneWhen:
             v3 = store.get(3)
             assert (v3.parent, v3.yaml) == (1, mine)
             assert store.labels()["live"].version == 2
+
+
+class TestVersionActions:
+    def test_the_default_save_succeeds_when_the_draft_label_is_elsewhere(self, store_url: str) -> None:
+        with PolicyStore(store_url) as store:
+            store.save(draft_with(recovery_for_training), message="ben's", author="ben", label="draft")
+        at = started()
+        at.text_area(key="policy_yaml").set_value(draft_with(injury_readiness_for_training)).run()
+        assert at.selectbox(key="save_label").value == NO_LABEL  # draft points at 1, the draft is based on none
+        at.text_input(key="author").input("ana")
+        at.text_input(key="save_message").input("mine").run()
+        at.button(key="save_version").click().run()
+        assert at.session_state["versions_status"]["kind"] == "ok"
+        with PolicyStore(store_url) as store:
+            assert [v.number for v in store.history()] == [2, 1] and store.labels()["draft"].version == 1
+
+    def test_a_new_label_and_an_existing_one_are_described_by_where_they_point(self, store_url: str) -> None:
+        at = started()
+        assert at.selectbox(key="save_label").value == "draft"
+        assert any("draft does not exist yet" in c for c in texts(at.caption))
+        save(at, "baseline", label="draft")
+        assert any("draft now points at version 1" in c for c in texts(at.caption))
+
+    def test_a_refusal_names_the_same_person_as_you(self, store_url: str) -> None:
+        with PolicyStore(store_url) as store:
+            store.save(read_policy_text(CHECKED_IN), message="baseline", author="ana", label="live")
+        at = started()
+        at.selectbox(key="load_ref").set_value(1)
+        at.button(key="load_go").click().run()
+        with PolicyStore(store_url) as store:  # the same coach, in another tab
+            store.save(draft_with(injury_readiness_for_training), message="other tab", author="ana", label="live",
+                       base=1)
+        at.text_area(key="policy_yaml").set_value(draft_with(recovery_for_training)).run()
+        save(at, "this tab", label="live", author="ana")
+        refused = [e for e in texts(at.error) if "Not saved" in e]
+        assert refused and "you (ana) saved version 2 on live" in refused[0]
+
+    def test_use_live_here_decides_with_the_live_version(self, store_url: str) -> None:
+        with PolicyStore(store_url) as store:
+            store.save(draft_with(recovery_for_training), message="live one", author="ben", label="live")
+        at = started()
+        assert decision(at)["policy"]["version"] is None
+        at.button(key="use_live").click().run()
+        assert decision(at)["policy"]["version"] == "1"
+        assert at.session_state["draft_base"] == 1
 
 
 class TestVersions:
@@ -328,7 +377,8 @@ class TestHelpers:
                                 versions=[], labels={}, base=None).source == "policy/default.yaml"
 
     def test_upload_limits(self) -> None:
-        with pytest.raises(InputError, match=r"^big\.jsonl: file is \d+ bytes; the limit is 5 MB$"):
+        with pytest.raises(InputError, match=r"^big\.jsonl is 5,242,881 bytes; a question set may be at most "
+                                             r"5,242,880 bytes \(5 MB\)$"):
             pg.parse_question_upload(b" " * (pg.MAX_QUESTIONS_UPLOAD_BYTES + 1), "big.jsonl")
         with pytest.raises(InputError, match=r"^l\.csv: not UTF-8 text"):
             pg.parse_question_upload(b"question\n\xff\n", "l.csv")

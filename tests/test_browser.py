@@ -5,7 +5,9 @@ Debian's /usr/bin/chromium is used (`playwright install` cannot download a brows
 the browser cannot start the test is skipped on a developer machine, but fails under CI=true:
 a CI run that silently skipped the only real-browser check would prove nothing.
 
-Set COACHCTX_SCREENSHOT=docs/playground.png to refresh the screenshot in the docs.
+Set COACHCTX_SCREENSHOT=docs/playground.png to refresh the screenshot in the docs, and
+COACHCTX_SCREENSHOTS=docs to refresh the first screen at each window width
+(docs/playground-1024.png, -1366.png, -1920.png).
 """
 
 from __future__ import annotations
@@ -162,8 +164,11 @@ def test_pain_question_selects_both_readiness_fragments_and_the_policy_downloads
         assert download.suggested_filename.endswith(".yaml")
         path = tmp_path / download.suggested_filename
         download.save_as(path)
-        policy = parse_policy(path.read_text(encoding="utf-8"), str(path))
-        assert f"policy={policy.digest}" in page.url
+        text = path.read_text(encoding="utf-8")
+        policy = parse_policy(text, str(path))
+        assert f"digest {policy.digest}" in text.splitlines()[0]
+        assert "# ... and lead the runner-up by at least this much" in text  # the file's comments are kept
+        assert "draft=" in page.url
     finally:
         context.close()
 
@@ -188,8 +193,99 @@ def test_save_a_version_and_run_the_impact_analysis(browser: Any, server: str) -
 
         page.get_by_role("tab", name="Impact").click()
         page.get_by_role("button", name="Run impact analysis").click()
-        expect(page.get_by_text("Done: 477 questions")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        expect(page.get_by_text("Done: 477 of 479 rows decided, 2 skipped")).to_be_visible(timeout=UI_TIMEOUT_MS)
         expect(page.get_by_text("No question decides differently under the candidate.")).to_be_visible()
         expect(page.get_by_test_id("stException")).to_have_count(0)
+    finally:
+        context.close()
+
+
+WIDTHS = {1024: 768, 1366: 768, 1920: 1080}
+# Every control's label, every button's and every tab's text: the element that holds the text must
+# not be wider than its box (clipped or cut with an ellipsis) nor reach past the window's edges.
+CLIPPED_LABELS_JS = """() => {
+  const selectors = ["[data-testid='stWidgetLabel']", "[data-testid^='stBaseButton']", "button[role='tab']",
+                     "[data-testid='stMetricLabel']"];
+  const out = [];
+  for (const el of document.querySelectorAll(selectors.join(","))) {
+    if (el.offsetParent === null || !el.innerText.trim()) continue;
+    if (el.closest("[data-testid='stSidebar']") || el.closest("[data-testid='stPopoverBody']")) continue;
+    const box = el.getBoundingClientRect();
+    const inner = [el, ...el.querySelectorAll("*")];
+    const cut = inner.some((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow !== "visible");
+    if (cut || box.left < 0 || box.right > window.innerWidth + 1) out.push(el.innerText.trim().slice(0, 60));
+  }
+  return out;
+}"""
+
+
+def clipped_labels(page: Any) -> list[str]:
+    found: list[str] = page.evaluate(CLIPPED_LABELS_JS)
+    return found
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_at_each_width_labels_are_readable_a_draft_survives_a_reload_and_back_restores_the_question(
+        browser: Any, server: str, width: int) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": width, "height": WIDTHS[width]})
+    page = context.new_page()
+    elsewhere: list[str] = []
+    page.on("request", lambda request: None if request.url.startswith(server) or request.url.startswith("data:")
+            else elsewhere.append(request.url))
+    dialogs: list[str] = []
+
+    def confirm(dialog: Any) -> None:
+        dialogs.append(dialog.type)
+        dialog.accept()
+
+    page.on("dialog", confirm)
+    try:
+        page.goto(server)
+        wait_for_script(page)
+        question = page.get_by_label("The athlete's question")
+        expect(question).to_have_value(pg.PAIN_QUESTION, timeout=UI_TIMEOUT_MS)
+        # the decision summary is on the first screen, without scrolling
+        summary = page.get_by_text("Withheld:", exact=False).first
+        expect(summary).to_be_visible(timeout=UI_TIMEOUT_MS)
+        box = summary.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= WIDTHS[width], box
+        page.wait_for_timeout(500)
+        target = os.environ.get("COACHCTX_SCREENSHOTS")
+        if target:
+            page.screenshot(path=str(ROOT / target / f"playground-{width}.png"))
+        assert clipped_labels(page) == []
+
+        # Back restores the previous question
+        question.fill("How much protein per day?")
+        question.press("Enter")
+        expect(page.locator(".st-key-withheld_fragments")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+        wait_for_script(page)
+        assert "protein" in page.url
+        page.go_back()
+        expect(question).to_have_value(pg.PAIN_QUESTION, timeout=UI_TIMEOUT_MS)
+        expect(page.locator(".st-key-sent_fragments")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+        assert page.url.startswith(server), "Back must not leave the app"
+
+        # a draft edit survives a reload (the browser asks first: the edit is not a saved version)
+        for tab in ("Policy editor", "Versions", "Impact", "Reproduce a trace"):
+            page.get_by_role("tab", name=tab).click()
+            page.wait_for_timeout(300)
+            assert clipped_labels(page) == [], tab
+        page.get_by_role("tab", name="Policy editor").click()
+        margin = page.get_by_role("spinbutton", name="Margin over the runner-up")
+        margin.fill("0.5")
+        margin.press("Enter")
+        wait_for_script(page)
+        expect(page.get_by_label("Policy YAML (the draft)")).to_contain_text("margin: 0.5", timeout=UI_TIMEOUT_MS)
+        page.wait_for_function("() => window.location.search.includes('draft=')", timeout=UI_TIMEOUT_MS)
+        page.reload()
+        wait_for_script(page)
+        assert dialogs == ["beforeunload"]
+        page.get_by_role("tab", name="Policy editor").click()
+        expect(page.get_by_label("Policy YAML (the draft)")).to_contain_text("margin: 0.5", timeout=UI_TIMEOUT_MS)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        assert elsewhere == [], "no request may leave the machine"
     finally:
         context.close()
