@@ -208,7 +208,9 @@ class TermMatcher:
             return cached
         parts: dict[tuple[str, str], _Term] = {}
         if len(word) >= MIN_HEAD + MIN_MODIFIER and word.isalpha() and word not in common_words():
-            for algorithm in COMPOUNDING & self.stemmed.keys():
+            # in the table's own order: a set's order changes with each process's hash seed, and the
+            # first language to find a part decides its weight
+            for algorithm in (a for a in self.stemmed if a in COMPOUNDING):
                 table = self.stemmed[algorithm]
                 heads = (table.get((stem(word[j:], algorithm),)) for j in range(MIN_MODIFIER, len(word) - MIN_HEAD + 1))
                 modifiers = (table.get((stem(word[:j], algorithm),))
