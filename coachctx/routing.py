@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -23,6 +23,8 @@ from coachctx.policy import EXACT_MARK, INTENTS, LANGUAGES, Policy
 from coachctx.text import WHOLE_WORD, Tokens, script_of, stem, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
+_WORD_CACHE_LIMIT: Final = 50_000
+"""Per-matcher memos keyed by a question word are cleared when they reach this size."""
 FUZZY_FACTOR: Final = 0.75
 """A misspelt word matches a term at this share of the term's weight."""
 
@@ -94,6 +96,28 @@ class TermMatcher:
     Han/Kana substrings or Hangul prefixes."""
     _fuzzy_seen: dict[str, tuple[_Term, ...]] = field(default_factory=dict, compare=False, repr=False)
     _parts_seen: dict[str, tuple[_Term, ...]] = field(default_factory=dict, compare=False, repr=False)
+    # Indexes over the fields above, built in __post_init__ so that every way of making a matcher
+    # (compile, with_term) gets them: which algorithms a word starts a phrase under, substring keys
+    # by their first character, the first characters of Hangul prefixes.
+    _algorithms: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    _starts_seen: dict[str, tuple[int, ...]] = field(init=False, compare=False, repr=False)
+    _substrings_by_first: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, repr=False)
+    _spaced_indexes: tuple[int, ...] = field(init=False, compare=False, repr=False)
+    _prefix_firsts: frozenset[str] = field(init=False, compare=False, repr=False)
+    _heads: Mapping[str, frozenset[tuple[str, ...]]] = field(init=False, compare=False, repr=False)
+    """algorithm -> every proper beginning of a phrase: a longer phrase is tried only after one."""
+
+    def __post_init__(self) -> None:
+        by_first: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(self.substrings):
+            by_first.setdefault(key[0], []).append(i)
+        object.__setattr__(self, "_algorithms", tuple(self.stemmed))
+        object.__setattr__(self, "_starts_seen", {})
+        object.__setattr__(self, "_substrings_by_first", {c: tuple(ix) for c, ix in by_first.items()})
+        object.__setattr__(self, "_spaced_indexes", tuple(i for i, (k, _) in enumerate(self.substrings) if " " in k))
+        object.__setattr__(self, "_prefix_firsts", frozenset(k[0] for k in self.prefix_index if k))
+        object.__setattr__(self, "_heads", {a: frozenset(p[:n] for p in phrases for n in range(1, len(p)))
+                                            for a, phrases in self.stemmed.items()})
 
     @classmethod
     def compile(cls, table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
@@ -151,36 +175,64 @@ class TermMatcher:
             cached = tokens.memo[key] = self._find(tokens)
         return list(cached)  # type: ignore[call-overload]
 
+    def _starts(self, word: str) -> tuple[int, ...]:
+        """The algorithms (by index) under which this word's stem starts some phrase: one dict
+        lookup per word once seen, instead of one per word and language."""
+        starts = self._starts_seen.get(word)
+        if starts is None:
+            starts = tuple(ai for ai, algorithm in enumerate(self._algorithms)
+                           if (word if algorithm == "prefix" else stem(word, algorithm)) in self.firsts[algorithm])
+            if len(self._starts_seen) >= _WORD_CACHE_LIMIT:
+                self._starts_seen.clear()
+            self._starts_seen[word] = starts
+        return starts
+
     def _find(self, tokens: Tokens) -> list[_Term]:
         found: dict[tuple[str, str], _Term] = {}
         at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
         words = tokens.words
         known = [False] * len(words)
-        for algorithm, phrases in self.stemmed.items():
-            firsts = self.firsts[algorithm]
-            stems = list(words) if algorithm == "prefix" else tokens.stems(algorithm)
-            for i, first in enumerate(stems):
-                if first not in firsts:
-                    continue
-                known[i] = True
-                for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
-                    for entry in phrases.get(tuple(stems[i : i + n]), ()):
-                        # the same words met through two languages' terms ("train" and Dutch
-                        # "trainen") are one piece of evidence: the heavier term counts
-                        other = at_span.get((entry.label, i, n))
-                        if other is not None and other != (entry.label, entry.term):
-                            if found[other].weight >= entry.weight:
-                                continue
-                            del found[other]
-                        if (entry.label, entry.term) not in found:
-                            found[(entry.label, entry.term)] = entry
-                            at_span[(entry.label, i, n)] = (entry.label, entry.term)
+        # (algorithm, position) in the order the table lists its algorithms, then by position
+        starts = sorted((ai, i) for i, w in enumerate(words) for ai in self._starts(w))
+        stems_by_algorithm: dict[str, Sequence[str]] = {}
+        for ai, i in starts:
+            algorithm = self._algorithms[ai]
+            phrases = self.stemmed[algorithm]
+            stems = stems_by_algorithm.get(algorithm)
+            if stems is None:
+                stems = stems_by_algorithm[algorithm] = words if algorithm == "prefix" else tokens.stems(algorithm)
+            known[i] = True
+            heads = self._heads[algorithm]
+            for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
+                words_here = tuple(stems[i : i + n])
+                if n > 1 and words_here[:-1] not in heads:
+                    break  # no longer phrase starts with these words
+                for entry in phrases.get(words_here, ()):
+                    # the same words met through two languages' terms ("train" and Dutch
+                    # "trainen") are one piece of evidence: the heavier term counts
+                    other = at_span.get((entry.label, i, n))
+                    if other is not None and other != (entry.label, entry.term):
+                        if found[other].weight >= entry.weight:
+                            continue
+                        del found[other]
+                    if (entry.label, entry.term) not in found:
+                        found[(entry.label, entry.term)] = entry
+                        at_span[(entry.label, i, n)] = (entry.label, entry.term)
         haystack = tokens.unspaced
-        for key, entry in self.substrings if haystack else self.spaced_substrings:
+        if haystack:
+            candidates = {ix for ch in set(haystack) for ix in self._substrings_by_first.get(ch, ())}
+            candidates.update(self._spaced_indexes)
+            indexes: Iterable[int] = sorted(candidates)
+        else:
+            indexes = self._spaced_indexes
+        for ix in indexes:
+            key, entry = self.substrings[ix]
             if key in haystack or (" " in key and key in tokens.text):
                 found.setdefault((entry.label, entry.term), entry)
         if self.prefix_index:
             for w in words:
+                if w[:1] not in self._prefix_firsts:
+                    continue
                 for k in range(1, min(len(w), self.longest_prefix) + 1):
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
@@ -255,22 +307,27 @@ class Scores:
     matched: Mapping[str, tuple[tuple[str, float], ...]]
     scripts: tuple[str, ...]
 
+    _ranked: tuple[tuple[str, float], ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # ranked once: routing, contenders, evidence and the audit all read it
+        order = {name: i for i, name in enumerate(self.scores)}
+        object.__setattr__(self, "_ranked", tuple(sorted(self.scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))))
+
     def ranked(self) -> list[tuple[str, float]]:
         """Intents by score, highest first; ties keep the policy's intent order."""
-        order = {name: i for i, name in enumerate(self.scores)}
-        return sorted(self.scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+        return list(self._ranked)
 
     @property
     def top(self) -> tuple[str | None, float]:
-        name, value = self.ranked()[0]
+        name, value = self._ranked[0]
         return (name if value > 0 else None), value
 
     @property
     def runner_up(self) -> tuple[str | None, float]:
-        ranked = self.ranked()
-        if len(ranked) < 2:
+        if len(self._ranked) < 2:
             return None, 0.0
-        name, value = ranked[1]
+        name, value = self._ranked[1]
         return (name if value > 0 else None), value
 
     @property

@@ -92,7 +92,17 @@ class Tokens:
         return found  # type: ignore[return-value]
 
 
+_ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+
+
 def tokenise(question: str) -> Tokens:
+    if question.isascii():
+        # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
+        # holds no format characters, and its only letters are Latin
+        text = question.lower()
+        ascii_words = [unstretch(w)[:MAX_TOKEN_CHARS] for w in _ASCII_WORD.findall(text)]
+        return Tokens(text=text, words=tuple(ascii_words), unspaced="",
+                      scripts=("Latin",) if any(c.isalpha() for c in text) else (), raw=question)
     text = normalise(question)
     words: list[str] = []
     runs: list[str] = []
