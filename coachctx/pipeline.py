@@ -29,6 +29,8 @@ from coachctx.services import Bundle
 from coachctx.text import tokenise
 
 MAX_QUESTION_CHARS: Final = 2000
+PLAN_MEMO_LIMIT: Final = 4096
+"""Plans memoised per policy; the memo is emptied when it reaches this many."""
 ScopeRequest = Literal["auto", "today", "week", "months"]
 SCOPE_REQUESTS: Final[tuple[str, ...]] = get_args(ScopeRequest)
 COST_MODES: Final = ("hand", "measured")
@@ -165,8 +167,28 @@ def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequen
              named: Named, soften_excludes: bool = True) -> Planned:
     """Policy lookup, scope modifiers, availability and budget: the one sequence of selection
     stages, shared by `select()`, impact analysis and the benchmark. `named` is
-    `named_fragments_in(question)`: the fragments the question's fragment terms name."""
+    `named_fragments_in(question)`: the fragments the question's fragment terms name.
+
+    Memoised per policy on everything the stages read (each fragment's availability and cost, the
+    budget, scope, route, evidence, clinical and named terms), so a question like one decided
+    before reuses its plan; the plan is immutable, so sharing it is safe."""
     evidence = evidence_of(decided)
+    key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, decided.intent,
+           decided.contenders, decided.source, decided.matched_nothing, tuple(evidence.items()), tuple(clinical),
+           tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
+    memo: dict[object, Planned] = policy.derived("plans", lambda _: {})
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= PLAN_MEMO_LIMIT:
+            memo.clear()
+        found = memo[key] = _plan(decided, policy, scope, clinical, fragment_facts, costs, spend, named=named,
+                                  soften_excludes=soften_excludes, evidence=evidence)
+    return found
+
+
+def _plan(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
+          fragment_facts: Mapping[str, FragmentFact], costs: Mapping[str, int], spend: int, *,
+          named: Named, soften_excludes: bool, evidence: Mapping[str, tuple[tuple[str, float], ...]]) -> Planned:
     unmatched = decided.matched_nothing and decided.source == "fallback"
     plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
                   evidence=evidence, clinical=clinical, unmatched=unmatched, named=named)

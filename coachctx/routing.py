@@ -100,7 +100,9 @@ class TermMatcher:
     # (compile, with_term) gets them: which algorithms a word starts a phrase under, substring keys
     # by their first character, the first characters of Hangul prefixes.
     _algorithms: tuple[str, ...] = field(init=False, compare=False, repr=False)
-    _starts_seen: dict[str, tuple[int, ...]] = field(init=False, compare=False, repr=False)
+    _starts_seen: dict[str, tuple[tuple[int, str, tuple[_Term, ...], bool], ...]] = field(
+        init=False, compare=False, repr=False)
+    _readings_seen: dict[str, tuple[tuple[str, _Term], ...]] = field(init=False, compare=False, repr=False)
     _substrings_by_first: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, repr=False)
     _spaced_indexes: tuple[int, ...] = field(init=False, compare=False, repr=False)
     _prefix_firsts: frozenset[str] = field(init=False, compare=False, repr=False)
@@ -113,6 +115,7 @@ class TermMatcher:
             by_first.setdefault(key[0], []).append(i)
         object.__setattr__(self, "_algorithms", tuple(self.stemmed))
         object.__setattr__(self, "_starts_seen", {})
+        object.__setattr__(self, "_readings_seen", {})
         object.__setattr__(self, "_substrings_by_first", {c: tuple(ix) for c, ix in by_first.items()})
         object.__setattr__(self, "_spaced_indexes", tuple(i for i, (k, _) in enumerate(self.substrings) if " " in k))
         object.__setattr__(self, "_prefix_firsts", frozenset(k[0] for k in self.prefix_index if k))
@@ -175,13 +178,19 @@ class TermMatcher:
             cached = tokens.memo[key] = self._find(tokens)
         return list(cached)  # type: ignore[call-overload]
 
-    def _starts(self, word: str) -> tuple[int, ...]:
-        """The algorithms (by index) under which this word's stem starts some phrase: one dict
-        lookup per word once seen, instead of one per word and language."""
+    def _starts(self, word: str) -> tuple[tuple[int, str, tuple[_Term, ...], bool], ...]:
+        """(algorithm index, stem, the one-word terms, whether longer phrases start here) for every
+        algorithm under which this word's stem starts some phrase: one dict lookup per word once
+        seen, instead of one per word and language."""
         starts = self._starts_seen.get(word)
         if starts is None:
-            starts = tuple(ai for ai, algorithm in enumerate(self._algorithms)
-                           if (word if algorithm == "prefix" else stem(word, algorithm)) in self.firsts[algorithm])
+            found = []
+            for ai, algorithm in enumerate(self._algorithms):
+                first = word if algorithm == "prefix" else stem(word, algorithm)
+                if first in self.firsts[algorithm]:
+                    found.append((ai, first, self.stemmed[algorithm].get((first,), ()),
+                                  (first,) in self._heads[algorithm]))
+            starts = tuple(found)
             if len(self._starts_seen) >= _WORD_CACHE_LIMIT:
                 self._starts_seen.clear()
             self._starts_seen[word] = starts
@@ -192,32 +201,38 @@ class TermMatcher:
         at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
         words = tokens.words
         known = [False] * len(words)
-        # (algorithm, position) in the order the table lists its algorithms, then by position
-        starts = sorted((ai, i) for i, w in enumerate(words) for ai in self._starts(w))
-        stems_by_algorithm: dict[str, Sequence[str]] = {}
-        for ai, i in starts:
-            algorithm = self._algorithms[ai]
-            phrases = self.stemmed[algorithm]
-            stems = stems_by_algorithm.get(algorithm)
-            if stems is None:
-                stems = stems_by_algorithm[algorithm] = words if algorithm == "prefix" else tokens.stems(algorithm)
+
+        def add(entries: tuple[_Term, ...], i: int, n: int) -> None:
+            for entry in entries:
+                # the same words met through two languages' terms ("train" and Dutch
+                # "trainen") are one piece of evidence: the heavier term counts
+                other = at_span.get((entry.label, i, n))
+                if other is not None and other != (entry.label, entry.term):
+                    if found[other].weight >= entry.weight:
+                        continue
+                    del found[other]
+                if (entry.label, entry.term) not in found:
+                    found[(entry.label, entry.term)] = entry
+                    at_span[(entry.label, i, n)] = (entry.label, entry.term)
+
+        # in the order the table lists its algorithms, then by position
+        starts = sorted((start[0], i, start) for i, w in enumerate(words) for start in self._starts(w))
+        for ai, i, (_, first, singles, longer) in starts:
             known[i] = True
-            heads = self._heads[algorithm]
-            for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
-                words_here = tuple(stems[i : i + n])
-                if n > 1 and words_here[:-1] not in heads:
+            if singles:
+                add(singles, i, 1)
+            if not longer:
+                continue
+            algorithm = self._algorithms[ai]
+            phrases, heads = self.stemmed[algorithm], self._heads[algorithm]
+            phrase: tuple[str, ...] = (first,)
+            for j in range(i + 1, min(i + self.longest_phrase, len(words))):
+                phrase = (*phrase, words[j] if algorithm == "prefix" else stem(words[j], algorithm))
+                entries = phrases.get(phrase)
+                if entries:
+                    add(entries, i, len(phrase))
+                if phrase not in heads:
                     break  # no longer phrase starts with these words
-                for entry in phrases.get(words_here, ()):
-                    # the same words met through two languages' terms ("train" and Dutch
-                    # "trainen") are one piece of evidence: the heavier term counts
-                    other = at_span.get((entry.label, i, n))
-                    if other is not None and other != (entry.label, entry.term):
-                        if found[other].weight >= entry.weight:
-                            continue
-                        del found[other]
-                    if (entry.label, entry.term) not in found:
-                        found[(entry.label, entry.term)] = entry
-                        at_span[(entry.label, i, n)] = (entry.label, entry.term)
         haystack = tokens.unspaced
         if haystack:
             candidates = {ix for ch in set(haystack) for ix in self._substrings_by_first.get(ch, ())}
@@ -236,20 +251,35 @@ class TermMatcher:
                 for k in range(1, min(len(w), self.longest_prefix) + 1):
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
-        terms_found = {e.term for e in found.values()}
+        terms_found: set[str] | None = None
         for i, w in enumerate(words):
             if known[i]:
                 continue
+            readings = self._readings(w)
+            if not readings:
+                continue
+            if terms_found is None:
+                terms_found = {e.term for e in found.values()}
             # a word the table does not know counts once per intent, as its heaviest reading:
             # a misspelling, or a compound's part, through whichever language's terms
-            best: dict[str, _Term] = {}
-            for entry in (*self._near(w), *self._parts(w)):
-                if entry.term.split(" (", 1)[0] not in terms_found and \
-                        (entry.label not in best or entry.weight > best[entry.label].weight):
-                    best[entry.label] = entry
-            for entry in best.values():
-                found.setdefault((entry.label, entry.term.split(" (", 1)[0]), entry)
+            best: dict[str, tuple[str, _Term]] = {}
+            for base, entry in readings:
+                if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
+                    best[entry.label] = (base, entry)
+            for base, entry in best.values():
+                found.setdefault((entry.label, base), entry)
         return list(found.values())
+
+    def _readings(self, word: str) -> tuple[tuple[str, _Term], ...]:
+        """(the term as the table has it, the reading) for a word the table does not know: its
+        fuzzy matches, then its compound parts. Usually none, found with one lookup."""
+        readings = self._readings_seen.get(word)
+        if readings is None:
+            readings = tuple((e.term.split(" (", 1)[0], e) for e in (*self._near(word), *self._parts(word)))
+            if len(self._readings_seen) >= _WORD_CACHE_LIMIT:
+                self._readings_seen.clear()
+            self._readings_seen[word] = readings
+        return readings
 
     def _parts(self, word: str) -> tuple[_Term, ...]:
         """The terms a compound the table does not know is made of, at reduced weight: its longest

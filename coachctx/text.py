@@ -132,6 +132,7 @@ _STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
 _STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
 
 
+@lru_cache(maxsize=100_000)
 def unstretch(word: str) -> str:
     """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
     "soooo" -> "so". A run of three or more of one letter ends the word as one letter and stands for
