@@ -14,7 +14,7 @@ from importlib.metadata import version as _pkg_version
 from typing import Final, Literal, get_args
 
 from coachctx.audit import audit
-from coachctx.availability import CostMode, DropUnavailable, FragmentFact, facts
+from coachctx.availability import CostMode, DropUnavailable, FragmentFact, prepared
 from coachctx.budget import SpendBudget
 from coachctx.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
 from coachctx.errors import InputError
@@ -23,10 +23,13 @@ from coachctx.modifiers import ApplyScope
 from coachctx.plan import Plan
 from coachctx.policy import SCOPES, Policy
 from coachctx.prompt import build_naive_prompt, build_prompt, system_block
+from coachctx.prompt import naive_tokens as naive_tokens_of
+from coachctx.prompt import prompt_tokens as prompt_tokens_of
 from coachctx.routing import Classifier, Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.selection import Named, lookup
 from coachctx.services import Bundle
 from coachctx.text import tokenise
+from coachctx.tokens import count_once
 
 MAX_QUESTION_CHARS: Final = 2000
 PLAN_MEMO_LIMIT: Final = 4096
@@ -77,11 +80,14 @@ def select(
     policy_version: str | None = None,
     soften_excludes: bool = True,
     recorded_route: Route | None = None,
+    count_naive: bool = True,
 ) -> Decision:
     """Decide what the assistant may see for this question about this athlete.
 
     Always returns a Decision (an empty selection is a valid one); raises InputError only for
     unusable arguments. `recorded_route` replays a route from a trace instead of routing again.
+    `count_naive=False` leaves the naive baseline's count (a comparison figure, the largest text a
+    decision would count) out: `tokens.naive` and `tokens.saved_pct` are None.
     """
     question = check_question(question)
     if scope not in SCOPE_REQUESTS:
@@ -96,8 +102,9 @@ def select(
         effective, inferred_from = infer_scope(tokens, policy)
     else:
         effective, inferred_from = scope, None
-    fragment_facts = facts(bundle)
-    costs = {name: f.cost(cost_mode) for name, f in fragment_facts.items()}
+    ready = prepared(bundle)
+    fragment_facts = ready.facts
+    costs = ready.costs[cost_mode]
     clinical = clinical_terms_in(tokens, policy)
     planned = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
                        named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
@@ -108,9 +115,13 @@ def select(
     max_words = max(policy.intent(c).max_words for c in decided.contenders) if decided.source != "rules" \
         else policy.intent(decided.intent).max_words
     system = system_block(bundle.language, max_words, clinical)
-    prompt = build_prompt(system, [(n, fragment_facts[n].line or "") for n in plan.selected], question)
-    naive = build_naive_prompt(system, bundle.naive_payload(), question)
-    prompt_tokens, naive_tokens = prompt.tokens, naive.tokens
+    lines = [(n, fragment_facts[n].line or "") for n in plan.selected]
+    prompt = build_prompt(system, lines, question)
+    naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json)
+    question_tokens = count_once(question)
+    prompt_tokens = prompt_tokens_of(system, lines, question, question_tokens=question_tokens)
+    naive_tokens = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens) \
+        if count_naive else None
 
     return Decision(
         question=question,
@@ -132,7 +143,8 @@ def select(
         coverage=coverage,
         confidence=round(coverage * factor, 4),
         tokens={"prompt": prompt_tokens, "naive": naive_tokens,
-                "saved_pct": round(100 * (naive_tokens - prompt_tokens) / naive_tokens, 1),
+                "saved_pct": round(100 * (naive_tokens - prompt_tokens) / naive_tokens, 1)
+                if naive_tokens is not None else None,
                 "cost_mode": cost_mode, "budget_spent": planned.spent,
                 "selected_cost": sum(costs[n] for n in plan.selected), "encoding": "cl100k_base"},
         policy={"source": policy_source, "digest": policy.digest, "version": policy_version},
