@@ -102,15 +102,16 @@ def prompt_tokens(system: str, lines: Sequence[tuple[str, str]], question: str, 
                    + count_tokens(f"- {last_name}: {last_text}"))
     else:
         content = count_tokens(system)
-    return _chat(content, count_once(question) if question_tokens is None else question_tokens)
+    return chat_tokens(content, count_once(question) if question_tokens is None else question_tokens)
 
 
 def naive_tokens(system: str, payload_tokens: int, question: str, *, question_tokens: int | None = None) -> int:
     """`build_naive_prompt(system, payload, question).tokens`, given the tokens of
     `NAIVE_PREFIX + naive_json(payload)`, which a bundle counts once."""
     content = count_tokens(system + "\n\n") + payload_tokens
-    return _chat(content, count_once(question) if question_tokens is None else question_tokens)
+    return chat_tokens(content, count_once(question) if question_tokens is None else question_tokens)
 
 
-def _chat(system_content: int, question: int) -> int:
+def chat_tokens(system_content: int, question: int) -> int:
+    """`count_messages` of a system and a user message, given their contents' tokens."""
     return (_MESSAGE + system_content + count_tokens("system")) + (_MESSAGE + question + count_tokens("user")) + _MESSAGE
