@@ -43,7 +43,7 @@ from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy
 from coachctx.prompt import build_prompt, chat_tokens, system_block
-from coachctx.routing import Route, clinical_terms_in, infer_scope, named_fragments_in, route
+from coachctx.routing import Route, clinical_terms_in, compile_matchers, infer_scope, named_fragments_in, route
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
 from coachctx.tokens import count_once
@@ -683,6 +683,8 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
     qs = questions.questions if isinstance(questions, QuestionSet) else tuple(questions)
     skipped = list(questions.skipped) if isinstance(questions, QuestionSet) else []
     job = ImpactJob(base, candidate, upstream=upstream, default_athlete=default_athlete, cost_mode=cost_mode)
+    for policy in (base, candidate):
+        compile_matchers(policy)  # here, once: forked workers inherit the tables instead of compiling them
     total = len(qs)
     size = max(1, -(-total // 100)) if jobs == 1 else max(1, min(CHUNK_ROWS, -(-total // (jobs * 4))))
     chunks = [qs[i:i + size] for i in range(0, total, size)]

@@ -166,8 +166,7 @@ class TermMatcher:
             spaced_substrings=tuple((k, e) for k, e in substrings if " " in k),
             longest_prefix=max((len(p) for p, _ in prefixes), default=0),
             fuzzy={w: tuple(ts) for w, ts in fuzzy.items()},
-            fingerprint=hashlib.sha256(json.dumps(table, sort_keys=True, ensure_ascii=False,
-                                                  default=str).encode()).hexdigest(),
+            fingerprint=_fingerprint(table),
         )
 
     def find(self, tokens: Tokens) -> list[_Term]:
@@ -185,8 +184,10 @@ class TermMatcher:
         starts = self._starts_seen.get(word)
         if starts is None:
             found = []
+            # a number is its own stem in every Snowball language: no stemmer need see it
+            plain = word.isascii() and word.isdigit()
             for ai, algorithm in enumerate(self._algorithms):
-                first = word if algorithm == "prefix" else stem(word, algorithm)
+                first = word if plain or algorithm == "prefix" else stem(word, algorithm)
                 if first in self.firsts[algorithm]:
                     found.append((ai, first, self.stemmed[algorithm].get((first,), ()),
                                   (first,) in self._heads[algorithm]))
@@ -326,9 +327,29 @@ class TermMatcher:
         return near
 
 
+_COMPILED: dict[str, TermMatcher] = {}
+_COMPILED_LIMIT: Final = 16
+
+
+def compile_shared(table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
+    """`TermMatcher.compile`, once per distinct table in this process: two policies with the same
+    vocabulary (a candidate that changes only a budget) share one matcher and its word memos."""
+    key = _fingerprint(table)
+    found = _COMPILED.get(key)
+    if found is None:
+        if len(_COMPILED) >= _COMPILED_LIMIT:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        found = _COMPILED[key] = TermMatcher.compile(table)
+    return found
+
+
+def _fingerprint(table: Mapping[Any, Any]) -> str:
+    return hashlib.sha256(json.dumps(table, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
 def vocabulary_matcher(policy: Policy) -> TermMatcher:
     """Compiled once per policy object."""
-    return policy.derived("vocabulary", lambda p: TermMatcher.compile(p.vocabulary))
+    return policy.derived("vocabulary", lambda p: compile_shared(p.vocabulary))
 
 
 @dataclass(frozen=True)
@@ -516,7 +537,7 @@ CLINICAL_LABEL: Final = "clinical"
 
 def clinical_matcher(policy: Policy) -> TermMatcher:
     """The policy's clinical terms, compiled once."""
-    return policy.derived("clinical", lambda p: TermMatcher.compile(
+    return policy.derived("clinical", lambda p: compile_shared(
         {CLINICAL_LABEL: {lang: dict.fromkeys(terms, 1.0) for lang, terms in p.clinical_terms.items()}}))
 
 
@@ -527,7 +548,7 @@ def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
 
 def fragment_matcher(policy: Policy) -> TermMatcher:
     """The policy's fragment terms, compiled once: each fragment is a label."""
-    return policy.derived("fragment_terms", lambda p: TermMatcher.compile(
+    return policy.derived("fragment_terms", lambda p: compile_shared(
         {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in by_language.items()}
          for name, by_language in p.fragment_terms.items()}))
 
@@ -543,7 +564,7 @@ def named_fragments_in(question: str | Tokens, policy: Policy) -> dict[str, list
 
 def scope_matcher(policy: Policy) -> TermMatcher:
     """The policy's scope vocabulary, compiled once."""
-    return policy.derived("scopes", lambda p: TermMatcher.compile(
+    return policy.derived("scopes", lambda p: compile_shared(
         {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in scope.terms.items()}
          for name, scope in p.scopes.items()}))
 
@@ -561,3 +582,9 @@ def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, lis
     order = ("today", "week", "months")
     best = max(by_scope, key=lambda s: (len(by_scope[s]), -order.index(s)))
     return best, by_scope[best]
+
+
+def compile_matchers(policy: Policy) -> None:
+    """Build every matcher a decision reads, now rather than on the first question."""
+    for matcher in (vocabulary_matcher, clinical_matcher, fragment_matcher, scope_matcher):
+        matcher(policy)
