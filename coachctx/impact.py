@@ -43,7 +43,18 @@ from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy
 from coachctx.prompt import build_prompt, chat_tokens, system_block
-from coachctx.routing import Route, clinical_terms_in, compile_matchers, infer_scope, named_fragments_in, route
+from coachctx.routing import (
+    Route,
+    clinical_matcher,
+    clinical_terms_in,
+    compile_matchers,
+    fragment_matcher,
+    infer_scope,
+    named_fragments_in,
+    route,
+    scope_matcher,
+    vocabulary_matcher,
+)
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
 from coachctx.tokens import count_once
@@ -308,6 +319,11 @@ class PolicyRunner:
         self._plans: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
         self._systems: dict[tuple[Any, ...], int] = {}
         """system key -> tokens of the system message's content: counted once per key"""
+        p = policy
+        self.routing_key = (tuple(m(p).fingerprint for m in (vocabulary_matcher, clinical_matcher, scope_matcher,
+                                                              fragment_matcher)),
+                            p.routing.model_dump_json(), p.unmatched is None, tuple(p.fragment_terms))
+        """Everything `_route` reads from the policy: two runners with equal keys route alike."""
 
     def decide(self, q: Question, tokens: Tokens, athlete: str, tier: str, question_tokens: int | None = None) -> Outcome:
         """Raises KeyError for a tier the policy does not define, InputError for an unknown athlete.
@@ -339,7 +355,15 @@ class PolicyRunner:
                        chat_tokens(system_tokens, question_tokens))
 
     def _route(self, q: Question, tokens: Tokens) -> _Routed:
-        """`select()`'s routing without a classifier, its scope and its clinical terms."""
+        """`select()`'s routing without a classifier, its scope and its clinical terms: once per
+        question for both policies when everything routing reads is equal in them."""
+        key = ("routed", self.routing_key, q.scope)
+        found = tokens.memo.get(key)
+        if found is None:
+            found = tokens.memo[key] = self._route_now(q, tokens)
+        return found  # type: ignore[return-value]
+
+    def _route_now(self, q: Question, tokens: Tokens) -> _Routed:
         r = route(tokens, self.policy, None)
         scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
         return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)), r,
