@@ -201,7 +201,6 @@ class TermMatcher:
         found: dict[tuple[str, str], _Term] = {}
         at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
         words = tokens.words
-        known = [False] * len(words)
 
         def add(entries: tuple[_Term, ...], i: int, n: int) -> None:
             for entry in entries:
@@ -216,10 +215,25 @@ class TermMatcher:
                     found[(entry.label, entry.term)] = entry
                     at_span[(entry.label, i, n)] = (entry.label, entry.term)
 
-        # in the order the table lists its algorithms, then by position
-        starts = sorted((start[0], i, start) for i, w in enumerate(words) for start in self._starts(w))
+        # one memo lookup per word: the phrases it starts, or, for a word the table does not know,
+        # its fuzzy and compound readings (looked at below)
+        starts: list[tuple[int, int, tuple[int, str, tuple[_Term, ...], bool]]] = []
+        unknown: list[tuple[int, tuple[tuple[str, _Term], ...]]] = []
+        seen, readings_seen = self._starts_seen, self._readings_seen
+        for i, w in enumerate(words):
+            here = seen.get(w)
+            if here is None:
+                here = self._starts(w)
+            if here:
+                starts.extend((start[0], i, start) for start in here)
+                continue
+            readings = readings_seen.get(w)
+            if readings is None:
+                readings = self._readings(w)
+            if readings:
+                unknown.append((i, readings))
+        starts.sort()  # in the order the table lists its algorithms, then by position
         for ai, i, (_, first, singles, longer) in starts:
-            known[i] = True
             if singles:
                 add(singles, i, 1)
             if not longer:
@@ -253,12 +267,7 @@ class TermMatcher:
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
         terms_found: set[str] | None = None
-        for i, w in enumerate(words):
-            if known[i]:
-                continue
-            readings = self._readings(w)
-            if not readings:
-                continue
+        for _, readings in unknown:
             if terms_found is None:
                 terms_found = {e.term for e in found.values()}
             # a word the table does not know counts once per intent, as its heaviest reading:
