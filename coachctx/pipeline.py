@@ -22,14 +22,14 @@ from coachctx.fragments import BY_NAME
 from coachctx.modifiers import ApplyScope
 from coachctx.plan import Plan
 from coachctx.policy import SCOPES, Policy
-from coachctx.prompt import build_naive_prompt, build_prompt, system_block
+from coachctx.prompt import build_naive_prompt, build_prompt, chat_tokens, system_block
 from coachctx.prompt import naive_tokens as naive_tokens_of
 from coachctx.prompt import prompt_tokens as prompt_tokens_of
 from coachctx.routing import Classifier, Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.selection import Named, lookup
 from coachctx.services import Bundle
 from coachctx.text import tokenise
-from coachctx.tokens import count_once
+from coachctx.tokens import count_once, count_tokens
 
 MAX_QUESTION_CHARS: Final = 2000
 PLAN_MEMO_LIMIT: Final = 4096
@@ -86,8 +86,8 @@ def select(
 
     Always returns a Decision (an empty selection is a valid one); raises InputError only for
     unusable arguments. `recorded_route` replays a route from a trace instead of routing again.
-    `count_naive=False` leaves the naive baseline's count (a comparison figure, the largest text a
-    decision would count) out: `tokens.naive` and `tokens.saved_pct` are None.
+    `count_naive=False` leaves the naive baseline (a comparison figure, and the largest text a
+    decision would count) out: `tokens.naive`, `tokens.saved_pct` and `prompt.naive_messages` are None.
     """
     question = check_question(question)
     if scope not in SCOPE_REQUESTS:
@@ -117,9 +117,12 @@ def select(
     system = system_block(bundle.language, max_words, clinical)
     lines = [(n, fragment_facts[n].line or "") for n in plan.selected]
     prompt = build_prompt(system, lines, question)
-    naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json)
+    naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json) if count_naive else None
     question_tokens = count_once(question)
-    prompt_tokens = prompt_tokens_of(system, lines, question, question_tokens=question_tokens)
+    if ready.used_before():
+        prompt_tokens = prompt_tokens_of(system, lines, question, question_tokens=question_tokens)
+    else:  # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
+        prompt_tokens = chat_tokens(count_tokens(prompt.messages[0]["content"]), question_tokens)
     naive_tokens = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens) \
         if count_naive else None
 
@@ -153,7 +156,7 @@ def select(
         language=bundle.language,
         clinical={"is_clinical": bool(clinical), "terms": clinical},
         services={s: {"status": r.status, "detail": r.detail} for s, r in bundle.results.items()},
-        prompt={"messages": prompt.messages, "naive_messages": naive.messages},
+        prompt={"messages": prompt.messages, "naive_messages": naive.messages if naive is not None else None},
     )
 
 

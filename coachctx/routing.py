@@ -597,3 +597,15 @@ def compile_matchers(policy: Policy) -> None:
     """Build every matcher a decision reads, now rather than on the first question."""
     for matcher in (vocabulary_matcher, clinical_matcher, fragment_matcher, scope_matcher):
         matcher(policy)
+
+
+def forget_words() -> None:
+    """Empty every per-word memo (stems, phrase starts, fuzzy and compound readings): the state of
+    a process that has never seen a question. For measuring never-seen questions."""
+    from coachctx import text
+
+    text.stem.cache_clear()
+    text.unstretch.cache_clear()
+    for matcher in _COMPILED.values():
+        for memo in (matcher._starts_seen, matcher._readings_seen, matcher._fuzzy_seen, matcher._parts_seen):
+            memo.clear()

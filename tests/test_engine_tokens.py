@@ -57,7 +57,7 @@ class TestCountingFromPieces:
         full = select("Should I train through this pain?", bundles["maya"], policy)
         assert d.tokens["naive"] is None and d.tokens["saved_pct"] is None
         assert full.tokens["naive"] > full.tokens["prompt"] == d.tokens["prompt"]
-        assert d.prompt == full.prompt
+        assert d.prompt["messages"] == full.prompt["messages"] and d.prompt["naive_messages"] is None
 
     def test_a_bundle_is_prepared_once_per_object(self, bundles: dict[str, Bundle]) -> None:
         maya = bundles["maya"]
