@@ -304,7 +304,8 @@ class _Routed:
     clinical: tuple[str, ...]
     route: Route
     evidence: tuple[str, ...]
-    """The intents that scored: with the clinical flag, they decide the plan as much as the route."""
+    """The intents that scored, best first (their order decides which evidence is spent first): with the
+    clinical flag, they decide the plan as much as the route."""
     named: tuple[tuple[str, tuple[str, ...]], ...]
     """The fragments the question names, with the terms that name them."""
 
@@ -367,7 +368,7 @@ class PolicyRunner:
         r = route(tokens, self.policy, None)
         scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
         return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)), r,
-                       tuple(n for n, v in r.scores.scores.items() if v > 0),
+                       tuple(n for n, v in r.scores.ranked() if v > 0),
                        tuple((f, tuple(terms)) for f, terms in named_fragments_in(tokens, self.policy).items()))
 
     def _plan(self, a: _Athlete, spend: int, r: _Routed) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
