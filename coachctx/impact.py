@@ -252,6 +252,11 @@ class Outcome:
     """(fragment, main reason code) for every withheld fragment, in plan order."""
     tokens: int
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # positional: a worker sends back a hundred thousand of these, field names each time add up
+        return Outcome, (self.intent, self.source, self.contenders, self.scope, self.selected, self.withheld,
+                         self.tokens)
+
     @property
     def unsure(self) -> bool:
         """The rules were not sure: in production this question would ask the model."""
@@ -686,8 +691,30 @@ def _install(job: ImpactJob) -> None:
     _engine(job)
 
 
-def _decide_installed(token: str, chunk: Sequence[Question]) -> ChunkResult:
-    return decide_chunk(_ENGINES[token].job, chunk)
+_Decided = tuple[int, Outcome, Outcome, tuple[str, ...]]
+
+
+def _decide_installed(token: str, chunk: Sequence[Question]) -> tuple[list[_Decided], tuple[tuple[int, str], ...]]:
+    """`decide_chunk` in a pool worker; each row comes back as its place in the chunk and the two
+    outcomes, since the parent holds the questions already."""
+    result = decide_chunk(_ENGINES[token].job, chunk)
+    out: list[_Decided] = []
+    i = 0
+    for r in result.rows:  # in the chunk's order, minus the skipped (row numbers may repeat)
+        while chunk[i] is not r.question:
+            i += 1
+        out.append((i, r.base, r.candidate, r.changes))
+        i += 1
+    return out, result.skipped
+
+
+def _rows_back(job: ImpactJob, chunk: Sequence[Question],
+               answer: tuple[list[_Decided], tuple[tuple[int, str], ...]]) -> ChunkResult:
+    rows = []
+    for i, a, b, changes in answer[0]:
+        q = chunk[i]
+        rows.append(RowImpact(q, q.athlete or job.default_athlete, q.tier or DEFAULT_TIER, a, b, changes))
+    return ChunkResult(tuple(rows), answer[1])
 
 
 CHUNK_ROWS: Final = 2000
@@ -731,7 +758,8 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
         else:
             with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), initializer=_install,
                                      initargs=(job,)) as pool:
-                collect(pool.map(_decide_installed, itertools.repeat(job.token), chunks))
+                answers = pool.map(_decide_installed, itertools.repeat(job.token), chunks)
+                collect(_rows_back(job, chunk, answer) for chunk, answer in zip(chunks, answers, strict=True))
     finally:
         _ENGINES.pop(job.token, None)
     return ImpactReport(source=questions.source if isinstance(questions, QuestionSet) else "<questions>",
