@@ -169,6 +169,63 @@ class TermMatcher:
             fingerprint=_fingerprint(table),
         )
 
+    def with_term(self, label: str, language: str, term: str, weight: float) -> TermMatcher:
+        """This table with one more term, without compiling the rest again: what a suggested
+        edit is measured with. Matches exactly what compiling the grown table would."""
+        one = TermMatcher.compile({label: {language: {term: weight}}})
+        stemmed = dict(self.stemmed)
+        for algorithm, phrases in one.stemmed.items():
+            merged = dict(stemmed.get(algorithm, {}))
+            for phrase, (entry,) in phrases.items():
+                bucket = list(merged.get(phrase, ()))
+                same = [i for i, e in enumerate(bucket) if e.label == label]
+                if not same:
+                    bucket.append(entry)
+                elif bucket[same[0]].weight < entry.weight:
+                    bucket[same[0]] = entry
+                merged[phrase] = tuple(bucket)
+            stemmed[algorithm] = merged
+        prefixes = (*self.prefixes, *one.prefixes)
+        fuzzy = dict(self.fuzzy)
+        for word, entries in one.fuzzy.items():
+            fuzzy[word] = (*fuzzy.get(word, ()), *entries)
+        return TermMatcher(
+            stemmed=stemmed,
+            substrings=(*self.substrings, *one.substrings),
+            prefixes=prefixes,
+            prefix_index={**self.prefix_index, **{k: tuple(e for p, e in prefixes if p == k)
+                                                  for k in dict.fromkeys(p for p, _ in one.prefixes)}},
+            longest_phrase=max(self.longest_phrase, one.longest_phrase),
+            firsts={**self.firsts, **{a: self.firsts.get(a, frozenset()) | f for a, f in one.firsts.items()}},
+            spaced_substrings=(*self.spaced_substrings, *one.spaced_substrings),
+            longest_prefix=max(self.longest_prefix, one.longest_prefix),
+            fuzzy=fuzzy,
+            fingerprint=hashlib.sha256(f"{self.fingerprint}+{one.fingerprint}".encode()).hexdigest(),
+        )
+
+    def without_term(self, label: str, term: str) -> TermMatcher:
+        """This table less one intent's term (every language's entry of it). Where the term had
+        taken a stem's place from a lighter term of the same intent, the lighter one is not
+        restored: compile the smaller table when that matters."""
+        def keep(e: _Term) -> bool:
+            return not (e.label == label and e.term == term)
+
+        stemmed = {a: {p: kept for p, ts in phrases.items() if (kept := tuple(filter(keep, ts)))}
+                   for a, phrases in self.stemmed.items()}
+        prefixes = tuple((k, e) for k, e in self.prefixes if keep(e))
+        return TermMatcher(
+            stemmed=stemmed,
+            substrings=tuple((k, e) for k, e in self.substrings if keep(e)),
+            prefixes=prefixes,
+            prefix_index={k: tuple(e for p, e in prefixes if p == k) for k in dict.fromkeys(p for p, _ in prefixes)},
+            longest_phrase=self.longest_phrase,
+            firsts={a: frozenset(p[0] for p in phrases) for a, phrases in stemmed.items()},
+            spaced_substrings=tuple((k, e) for k, e in self.spaced_substrings if keep(e)),
+            longest_prefix=self.longest_prefix,
+            fuzzy={w: kept for w, ts in self.fuzzy.items() if (kept := tuple(filter(keep, ts)))},
+            fingerprint=hashlib.sha256(f"{self.fingerprint}-{label}:{term}".encode()).hexdigest(),
+        )
+
     def find(self, tokens: Tokens) -> list[_Term]:
         """Every distinct term found in the question, in vocabulary order per kind of match."""
         key = ("found", self.fingerprint)
@@ -395,9 +452,11 @@ class Scores:
         return all(v <= 0 for v in self.scores.values())
 
 
-def score(question: str | Tokens, policy: Policy) -> Scores:
+def score(question: str | Tokens, policy: Policy, matcher: TermMatcher | None = None) -> Scores:
+    """The intents' keyword scores; `matcher` stands in for the policy's own vocabulary (a
+    suggested edit is scored with the table it would make)."""
     tokens = question if isinstance(question, Tokens) else tokenise(question)
-    found = vocabulary_matcher(policy).find(tokens)
+    found = (matcher or vocabulary_matcher(policy)).find(tokens)
     scores = {name: 0.0 for name in INTENTS}
     matched: dict[str, list[tuple[str, float]]] = {name: [] for name in INTENTS}
     for entry in found:
