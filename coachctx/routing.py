@@ -103,6 +103,7 @@ class TermMatcher:
     _starts_seen: dict[str, tuple[tuple[int, str, tuple[_Term, ...], bool], ...]] = field(
         init=False, compare=False, repr=False)
     _readings_seen: dict[str, tuple[tuple[str, _Term], ...]] = field(init=False, compare=False, repr=False)
+    _fuzzy_windows: dict[tuple[int, int], list[str]] = field(init=False, compare=False, repr=False)
     _substrings_by_first: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, repr=False)
     _spaced_indexes: tuple[int, ...] = field(init=False, compare=False, repr=False)
     _prefix_firsts: frozenset[str] = field(init=False, compare=False, repr=False)
@@ -116,6 +117,7 @@ class TermMatcher:
         object.__setattr__(self, "_algorithms", tuple(self.stemmed))
         object.__setattr__(self, "_starts_seen", {})
         object.__setattr__(self, "_readings_seen", {})
+        object.__setattr__(self, "_fuzzy_windows", {})
         object.__setattr__(self, "_substrings_by_first", {c: tuple(ix) for c, ix in by_first.items()})
         object.__setattr__(self, "_spaced_indexes", tuple(i for i, (k, _) in enumerate(self.substrings) if " " in k))
         object.__setattr__(self, "_prefix_firsts", frozenset(k[0] for k in self.prefix_index if k))
@@ -373,6 +375,15 @@ class TermMatcher:
             self._parts_seen[word] = found
         return found
 
+    def _fuzzy_window(self, length: int, limit: int) -> list[str]:
+        """The fuzzy words within `limit` letters of `length`, in the table's order: a word further
+        off in length is further off in edit distance, so leaving it out changes no answer."""
+        key = (length, limit)
+        window = self._fuzzy_windows.get(key)
+        if window is None:
+            window = self._fuzzy_windows[key] = [w for w in self.fuzzy if abs(len(w) - length) <= limit]
+        return window
+
     def _near(self, word: str) -> tuple[_Term, ...]:
         """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word
         within `fuzzy_distance`, starting with the same letter; none for a word the table has, nor
@@ -383,8 +394,8 @@ class TermMatcher:
         near: tuple[_Term, ...] = ()
         limit = fuzzy_distance(word)
         if limit and word.isalpha() and word not in self.fuzzy and word not in common_words():
-            best = process.extractOne(word, self.fuzzy.keys(), scorer=OSA.distance, score_cutoff=limit,
-                                      processor=None)
+            best = process.extractOne(word, self._fuzzy_window(len(word), limit), scorer=OSA.distance,
+                                      score_cutoff=limit, processor=None)
             if best is not None and best[0][0] == word[0] and fuzzy_distance(best[0]) >= best[1]:
                 near = tuple(_Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6))
                              for e in self.fuzzy[best[0]])
