@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import json
@@ -9,7 +10,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -22,10 +23,17 @@ from coachctx.decision import Decision
 from coachctx.pipeline import check_question, plan_for, select
 from coachctx.plan import Plan
 from coachctx.policy import Policy
-from coachctx.routing import ModelAnswer, clinical_terms_in, infer_scope, named_fragments_in, route
+from coachctx.routing import (
+    ModelAnswer,
+    clinical_terms_in,
+    forget_words,
+    infer_scope,
+    named_fragments_in,
+    route,
+)
 from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
 from coachctx.text import tokenise
-from coachctx.tokens import count_tokens
+from coachctx.tokens import count_tokens, encoding
 
 # --- 1. tokens ---------------------------------------------------------------------------------
 
@@ -225,8 +233,20 @@ def _workload(rows: Sequence[Row], bundles: Mapping[str, Bundle], n: int) -> lis
     return [pairs[i % len(pairs)] for i in range(n)]
 
 
+def _fresh(bundle: Bundle) -> Bundle:
+    """The same data in a new Bundle object: nothing made for the old one is reused."""
+    return Bundle(bundle.athlete, dict(bundle.results), bundle.city, bundle.language)
+
+
+def texts_to_count(d: Decision) -> list[str]:
+    """What a decision must count with tiktoken, at least: every fragment line the services supplied
+    (the Decision reports each one's measured cost), the prompt's system message and the question."""
+    return [*(f.line for f in d.fragments if f.line is not None), d.prompt["messages"][0]["content"], d.question]
+
+
 def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: Policy, *,
-                           n_cold: int, n_warm: int, n_route: int) -> list[Timing]:
+                           n_cold: int, n_warm: int, n_route: int,
+                           unseen: Sequence[str] = ()) -> list[Timing]:
     out = []
     cold = _workload(rows, bundles, n_cold)
     out.append(_timed(
@@ -234,6 +254,27 @@ def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], p
             partial(select, q, bundles[a], policy) for q, a in cold],
         before=count_tokens.cache_clear,
         note="select() with every line and both prompts counted by tiktoken afresh"))
+    fresh: list[Bundle] = []
+
+    def new_bundle(athlete: str) -> Callable[[], None]:
+        def make() -> None:
+            count_tokens.cache_clear()
+            fresh.append(_fresh(bundles[athlete]))
+        return make
+
+    calls, befores = [], []
+    for q, a in cold:
+        befores.append(new_bundle(a))
+        calls.append(partial(lambda q: select(q, fresh[-1], policy, count_naive=False), q))
+    out.append(_timed_each("full decision, fresh bundle, naive count off", calls, befores,
+                           note="select(count_naive=False) on a new Bundle object with the token cache cleared: "
+                                "every line rendered and counted, the prompt counted from its pieces"))
+    # tiktoken's own rate on the texts those decisions must count: the limit a decision cannot beat
+    texts = [texts_to_count(select(q, bundles[a], policy, count_naive=False)) for q, a in cold]
+    encode = encoding().encode
+    out.append(_timed("tiktoken alone: encode the texts each decision above must count", [
+        partial(lambda ts: [encode(t, disallowed_special=()) for t in ts], ts) for ts in texts],
+        note="tiktoken's encode on the same decisions' fragment lines, system message and question"))
     warm = _workload(rows, bundles, n_warm)
     for q, a in warm[: len(rows) * len(bundles)]:
         select(q, bundles[a], policy)
@@ -252,7 +293,23 @@ def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], p
         "routing + selection alone", [
             partial(route_and_select, q, prepared[a], costs[a], policy, spend) for q, a in many],
         note="tokenise, route, scope, lookup, availability, budget, audit; fragment facts computed once per athlete"))
+    if unseen:
+        forget_words()
+        athletes = list(bundles)
+        out.append(_timed(
+            "routing + selection, never-seen multilingual questions", [
+                partial(route_and_select, q, prepared[athletes[i % len(athletes)]],
+                        costs[athletes[i % len(athletes)]], policy, spend) for i, q in enumerate(unseen)],
+            note=f"{len(unseen):,} questions in 22 languages (the corpus, tune and test), each decided once, "
+                 "every per-word memo emptied before the first"))
     return out
+
+
+def _timed_each(name: str, calls: Sequence[Callable[[], object]], befores: Sequence[Callable[[], None]],
+                note: str = "") -> Timing:
+    """`_timed` with a different preparation, untimed, before each call."""
+    steps = iter(befores)
+    return _timed(name, calls, before=lambda: next(steps)(), note=note)
 
 
 @dataclass(frozen=True)
@@ -276,8 +333,23 @@ def impact_available() -> bool:
     return importlib.util.find_spec("coachctx.impact") is not None
 
 
+@contextlib.contextmanager
+def all_cores() -> Iterator[str]:
+    """Lift the benchmark's pinning to one core for a multi-process measurement (forked workers
+    inherit the affinity of the process that starts them)."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield "affinity not settable"
+        return
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    try:
+        yield f"{len(os.sched_getaffinity(0))} cores"
+    finally:
+        os.sched_setaffinity(0, pinned)
+
+
 def measure_impact(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: Policy, *,
-                   n: int, n_distinct: int) -> ImpactResult:
+                   n: int, n_distinct: int, jobs: int = 2) -> ImpactResult:
     athletes = list(bundles)
     log = question_log(rows, athletes, n)
     distinct_log = question_log(rows, athletes, n_distinct, distinct=True)
@@ -287,23 +359,29 @@ def measure_impact(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
 
         candidate, change = candidate_policy(policy)
 
-        def run(entries: Sequence[LogRow]) -> tuple[float, Any]:
+        def run(entries: Sequence[LogRow], jobs: int = 1) -> tuple[float, Any]:
             questions = [impact.Question(row=i, question=r.question, athlete=r.athlete, tier=r.tier)
                          for i, r in enumerate(entries, 1)]
+            forget_words()  # each run starts as a new process would
             gc.collect()
             started = time.perf_counter()
             report = impact.run_impact(questions, policy, candidate, base_name="default",
-                                       candidate_name="candidate")
+                                       candidate_name="candidate", jobs=jobs)
             return time.perf_counter() - started, report
 
         seconds, report = run(log)
-        seconds_distinct, _ = run(distinct_log)
+        seconds_distinct, one = run(distinct_log)
+        with all_cores() as cores:
+            seconds_jobs, several = run(distinct_log, jobs)
+        assert several.to_json()["rows"] == one.to_json()["rows"]  # self-check: the same report
         return ImpactResult(
             timings=[
                 Timing(f"impact.run_impact, {n:,} logged questions", n, seconds,
                        note=f"{distinct_texts:,} distinct texts; each row decided under two policies"),
                 Timing(f"impact.run_impact, {n_distinct:,} all-distinct questions", n_distinct, seconds_distinct,
                        note="no text repeats: the worst case for its route memo"),
+                Timing(f"impact.run_impact(jobs={jobs}), {n_distinct:,} all-distinct questions", n_distinct,
+                       seconds_jobs, note=f"{jobs} worker processes, unpinned ({cores}); the same rows as one process"),
             ],
             method="coachctx.impact.run_impact (default policy vs a candidate)",
             changed=report.summary()["changed"], distinct_texts=distinct_texts, candidate_change=change)

@@ -129,10 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           baseline_median([r for r in halves["test"] if r.lang == lang], recorded))
                    for lang in sorted({r.lang for r in halves["test"]})}
     step("speed: pipeline")
+    unseen = [r.q for split in ("tune", "test") for r in halves[split]]
     pipeline = measure_pipeline_speed(rows, bundles, policy, n_cold=int(1000 * scale), n_warm=int(5000 * scale),
-                                      n_route=int(10000 * scale))
+                                      n_route=int(10000 * scale), unseen=unseen)
     step("speed: impact")
-    impact = measure_impact(rows, bundles, policy, n=int(100_000 * scale), n_distinct=int(2000 * scale))
+    impact = measure_impact(rows, bundles, policy, n=int(100_000 * scale), n_distinct=int(100_000 * scale))
     step("speed: app")
     app = measure_app([r.q for r in rows[:5]])
     step("budget")
@@ -146,8 +147,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     info["load average at end (1/5/15 min)"] = " / ".join(f"{x:.2f}" for x in load_after)
     info["run time"] = f"{time.perf_counter() - started:.0f} s"
     ts, qs = token_summary(tokens), quality_summary(quality)
+    named = {t.name: t for t in pipeline}
     full = pipeline[0]
-    route_only = pipeline[2]
+    route_only = named["routing + selection alone"]
+    fresh = named["full decision, fresh bundle, naive count off"]
+    tiktoken_alone = named["tiktoken alone: encode the texts each decision above must count"]
+    unseen_route = named.get("routing + selection, never-seen multilingual questions")
     paid = [b for b in budget if b.tier == "paid"]
     free = [b for b in budget if b.tier == "free"]
     summary = [
@@ -169,7 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                      f"p99 {full.p99_ms:.2f} ms)"],
         ["decisions/s, routing + selection", f"{route_only.per_second:,.0f} (p50 {route_only.p50_ms:.3f} ms, "
                                              f"p99 {route_only.p99_ms:.3f} ms)"],
+        ["decisions/s, full decision, fresh bundle, naive count off",
+         f"{fresh.per_second:,.0f} ({fresh.seconds / tiktoken_alone.seconds:.2f}x tiktoken's own time to encode "
+         f"the texts it counts, {tiktoken_alone.per_second:,.0f}/s)"],
+        *([["decisions/s, routing + selection, never-seen multilingual",
+            f"{unseen_route.per_second:,.0f} ({unseen_route.n:,} questions)"]] if unseen_route else []),
         ["impact throughput", f"{impact.timings[0].per_second:,.0f} questions/s ({impact.timings[0].name})"],
+        *([f"impact, {t.n:,} all-distinct questions" + (" (2 processes)" if "jobs=" in t.name else " (one core)"),
+           f"{t.seconds:.1f} s"] for t in impact.timings[1:]),
         ["app rerun, one question", f"{app.reruns_s[0]:.2f} s" if app.measured else app.note],
         ["free tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in free)],
         ["paid tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in paid)],

@@ -4,14 +4,16 @@ typed reason for every one they did not: unreachable, never_computed or empty_fi
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from coachctx.fragments import FRAGMENTS
 from coachctx.plan import FragmentState, Plan, Reason
+from coachctx.prompt import NAIVE_PREFIX, naive_json
 from coachctx.services import Bundle
-from coachctx.tokens import count_tokens
+from coachctx.tokens import count_once, count_tokens
 
 CostMode = Literal["hand", "measured"]
 MAX_LINE_CHARS: Final = 600
@@ -63,6 +65,67 @@ def facts(bundle: Bundle) -> Mapping[str, FragmentFact]:
         measured = count_tokens(line) if line is not None else 0
         out[fragment.name] = FragmentFact(fragment.name, line, missing, fragment.cost, measured)
     return out
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What one bundle gives every question: its fragment facts, costs per mode, and the naive
+    baseline's JSON and count, made on first use. Kept per Bundle object (a Bundle is immutable)."""
+
+    facts: Mapping[str, FragmentFact]
+    costs: Mapping[str, Mapping[str, int]]
+    """cost mode -> fragment -> cost"""
+    payload: object = field(repr=False)
+    _lazy: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    def used_before(self) -> bool:
+        """False the first time it is asked, True after: a bundle seen once counts its prompt
+        whole (one encode); one seen again sums the cached pieces (none)."""
+        if "used" in self._lazy:
+            return True
+        self._lazy["used"] = True
+        return False
+
+    @property
+    def naive_json(self) -> str:
+        found = self._lazy.get("json")
+        if found is None:
+            found = self._lazy["json"] = naive_json(self.payload)
+        return found  # type: ignore[return-value]
+
+    @property
+    def naive_payload_tokens(self) -> int:
+        """Tokens of `NAIVE_PREFIX + naive_json`: counted when first asked for, once."""
+        found = self._lazy.get("tokens")
+        if found is None:
+            found = self._lazy["tokens"] = count_once(NAIVE_PREFIX + self.naive_json)
+        return found  # type: ignore[return-value]
+
+
+PREPARED_LIMIT: Final = 1024
+_prepared: dict[int, tuple[weakref.ref[Bundle], Prepared]] = {}
+
+
+def prepared(bundle: Bundle) -> Prepared:
+    """The bundle's `Prepared`, made once per Bundle object. Keyed by identity and checked through
+    a weak reference, so a new object at a reused address never gets another bundle's facts."""
+    entry = _prepared.get(id(bundle))
+    if entry is not None and entry[0]() is bundle:
+        return entry[1]
+    fragment_facts = facts(bundle)
+    made = Prepared(fragment_facts, {mode: {n: f.cost(mode) for n, f in fragment_facts.items()}  # type: ignore[arg-type]
+                                     for mode in ("hand", "measured")}, bundle.naive_payload())
+    if len(_prepared) >= PREPARED_LIMIT:
+        _prepared.clear()
+    key = id(bundle)
+    _prepared[key] = (weakref.ref(bundle, lambda _, key=key: _forget(key)), made)  # type: ignore[misc]
+    return made
+
+
+def _forget(key: int) -> None:
+    entry = _prepared.get(key)
+    if entry is not None and entry[0]() is None:
+        del _prepared[key]
 
 
 class DropUnavailable:

@@ -123,6 +123,14 @@ def register(sub: Any) -> None:
     p.add_argument("--costs", default="hand", choices=("hand", "measured"))
     p.add_argument("--athletes-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="decide in N worker processes on this machine (default 1)")
+    p.add_argument("--engine", default="local", choices=("local", "dask"),
+                   help="dask: decide a partitioned JSONL or Parquet log (a file, directory or glob) on a Dask "
+                        "cluster; needs pip install 'coachctx[dask]'")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="the Dask scheduler's address (tcp://host:8786) for --engine dask; "
+                        "without it Dask runs local processes")
 
 
 # --- policy ------------------------------------------------------------------------------------
@@ -217,10 +225,16 @@ def cmd_impact(args: argparse.Namespace) -> int:
     from coachctx.services import FixtureUpstream
     from coachctx.store import PolicyStore, looks_like_file, resolve_policy
 
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be 1 or more, got {args.jobs}")
+    if args.scheduler is not None and args.engine != "dask":
+        raise InputError("--scheduler is for --engine dask")
+    if args.engine == "dask" and args.jobs != 1:
+        raise InputError("--jobs is for the local engine; a Dask cluster has its own workers")
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
     if args.athlete is not None:  # checked before any work: rows naming no athlete would all be skipped
         upstream.check(args.athlete)
-    questions = read_questions(args.questions)
+    questions = read_questions(args.questions) if args.engine == "local" else None
     store = None
     if not (looks_like_file(args.base) and looks_like_file(args.candidate)):
         store = PolicyStore(_store_url(args.store))
@@ -230,9 +244,17 @@ def cmd_impact(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    report = run_impact(questions, base.policy, candidate.policy, base_name=base.source,
-                        candidate_name=candidate.source, upstream=upstream,
-                        default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs)
+    if questions is None:
+        from coachctx.impact_dask import run_impact_dask
+
+        report = run_impact_dask(args.questions, base.policy, candidate.policy, scheduler=args.scheduler,
+                                 base_name=base.source, candidate_name=candidate.source, upstream=upstream,
+                                 default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs,
+                                 changed_only=args.changed_only)
+    else:
+        report = run_impact(questions, base.policy, candidate.policy, base_name=base.source,
+                            candidate_name=candidate.source, upstream=upstream,
+                            default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs, jobs=args.jobs)
     if args.json:
         print(json.dumps(report.to_json(changed_only=args.changed_only), ensure_ascii=False, indent=2))
     else:

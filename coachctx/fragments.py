@@ -44,7 +44,7 @@ class Fragment:
 def _lookup(data: Mapping[str, Any], path: str) -> Any:
     value: Any = data
     for part in path.split("."):
-        if not isinstance(value, Mapping):
+        if not (type(value) is dict or isinstance(value, Mapping)):
             return None
         value = value.get(part)
     return value
@@ -59,14 +59,14 @@ def _fmt(value: Any) -> str:
         return f"{value:g}"
     if isinstance(value, list | tuple):
         return "; ".join(_fmt(v) for v in value)
-    if isinstance(value, Mapping):
+    if (type(value) is dict or isinstance(value, Mapping)):
         return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
     return str(value)
 
 
 def _fields(fact: Any, labels: Mapping[str, str]) -> str:
     """`label value` pairs for the keys present, in the order of `labels`."""
-    if not isinstance(fact, Mapping):
+    if not (type(fact) is dict or isinstance(fact, Mapping)):
         return _fmt(fact)
     parts = [f"{label} {_fmt(fact[key])}".strip() for key, label in labels.items() if fact.get(key) not in (None, "", [])]
     return ", ".join(parts) if parts else _fmt(fact)
@@ -79,7 +79,7 @@ def _pace(seconds: Any) -> str:
 
 
 def _profile(fact: Any) -> str:
-    if not isinstance(fact, Mapping):
+    if not (type(fact) is dict or isinstance(fact, Mapping)):
         return f"Athlete: {_fmt(fact)}"
     goal = fact.get("goal") or {}
     who = ", ".join(
@@ -87,7 +87,7 @@ def _profile(fact: Any) -> str:
     )
     born = f", born {fact['birth_year']}" if fact.get("birth_year") else ""
     aim = ""
-    if isinstance(goal, Mapping) and goal:
+    if (type(goal) is dict or isinstance(goal, Mapping)) and goal:
         aim = "; goal " + " ".join(
             _fmt(v) for v in (goal.get("event"), goal.get("date") and f"on {goal['date']}",
                               goal.get("target_time") and f"target {goal['target_time']}") if v
@@ -100,7 +100,7 @@ def _chronotype(fact: Any) -> str:
 
 
 def _block(fact: Any) -> str:
-    if not isinstance(fact, Mapping):
+    if not (type(fact) is dict or isinstance(fact, Mapping)):
         return f"Training block: {_fmt(fact)}"
     head = " ".join(_fmt(v) for v in (fact.get("name"), fact.get("phase") and f"({fact['phase']} phase)") if v)
     week = f", week {fact['week']} of {fact['of_weeks']}" if fact.get("week") and fact.get("of_weeks") else ""
@@ -110,7 +110,7 @@ def _block(fact: Any) -> str:
 
 
 def _aerobic(fact: Any) -> str:
-    if isinstance(fact, Mapping) and "threshold_pace_s_per_km" in fact:
+    if (type(fact) is dict or isinstance(fact, Mapping)) and "threshold_pace_s_per_km" in fact:
         fact = {**fact, "threshold_pace_s_per_km": _pace(fact["threshold_pace_s_per_km"])}
     return "Aerobic baseline: " + _fields(fact, {
         "vo2max_ml_kg_min": "VO2max", "threshold_pace_s_per_km": "threshold pace", "threshold_hr_bpm": "threshold HR",
@@ -135,15 +135,15 @@ def _readiness(label: str, labels: Mapping[str, str]) -> Renderer:
 
 
 def _conditions(fact: Any) -> str:
-    if not isinstance(fact, Mapping):
+    if not (type(fact) is dict or isinstance(fact, Mapping)):
         return f"Conditions today: {_fmt(fact)}"
     parts = []
     weather = fact.get("weather")
-    if isinstance(weather, Mapping) and weather:
+    if (type(weather) is dict or isinstance(weather, Mapping)) and weather:
         parts.append("weather " + _fields(weather, {"summary": "", "temp_c": "temp C", "feels_like_c": "feels like C",
                                                      "humidity_pct": "humidity %", "high_c": "high C"}).lstrip())
     air = fact.get("air_quality")
-    if isinstance(air, Mapping) and air:
+    if (type(air) is dict or isinstance(air, Mapping)) and air:
         parts.append("air " + _fields(air, {"aqi": "AQI", "category": "", "dominant_pollutant": "mainly",
                                             "pollen": "pollen"}))
     return "Conditions today: " + ("; ".join(parts) or "none reported")

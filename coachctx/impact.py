@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -36,12 +39,23 @@ from coachctx.errors import InputError, PolicyError
 from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy, YamlLimits, parse_yaml
-from coachctx.prompt import build_prompt, system_block
+from coachctx.prompt import build_prompt, chat_tokens, system_block
 from coachctx.reading import ReadError, check_json_value, parse_json, read_text
-from coachctx.routing import Route, clinical_terms_in, infer_scope, named_fragments_in, route
+from coachctx.routing import (
+    Route,
+    clinical_matcher,
+    clinical_terms_in,
+    compile_matchers,
+    fragment_matcher,
+    infer_scope,
+    named_fragments_in,
+    route,
+    scope_matcher,
+    vocabulary_matcher,
+)
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
-from coachctx.tokens import count_messages
+from coachctx.tokens import count_once
 
 DEFAULT_ATHLETE: Final = "maya"
 """The dev set judges every row that names no athlete against maya (all services healthy)."""
@@ -242,6 +256,11 @@ class Outcome:
     """(fragment, main reason code) for every withheld fragment, in plan order."""
     tokens: int
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # positional: a worker sends back a hundred thousand of these, field names each time add up
+        return Outcome, (self.intent, self.source, self.contenders, self.scope, self.selected, self.withheld,
+                         self.tokens)
+
     @property
     def unsure(self) -> bool:
         """The rules were not sure: in production this question would ask the model."""
@@ -294,7 +313,8 @@ class _Routed:
     clinical: tuple[str, ...]
     route: Route
     evidence: tuple[str, ...]
-    """The intents that scored: with the clinical flag, they decide the plan as much as the route."""
+    """The intents that scored, best first (their order decides which evidence is spent first): with the
+    clinical flag, they decide the plan as much as the route."""
     named: tuple[tuple[str, tuple[str, ...]], ...]
     """The fragments the question names, with the terms that name them."""
 
@@ -307,13 +327,22 @@ class PolicyRunner:
         self.policy = policy
         self.bundles = bundles
         self._plans: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
-        self._systems: dict[tuple[Any, ...], str] = {}
+        self._systems: dict[tuple[Any, ...], int] = {}
+        """system key -> tokens of the system message's content: counted once per key"""
+        p = policy
+        self.routing_key = (tuple(m(p).fingerprint for m in (vocabulary_matcher, clinical_matcher, scope_matcher,
+                                                              fragment_matcher)),
+                            p.routing.model_dump_json(), p.unmatched is None, tuple(p.fragment_terms))
+        """Everything `_route` reads from the policy: two runners with equal keys route alike."""
 
-    def decide(self, q: Question, tokens: Tokens, athlete: str, tier: str) -> Outcome:
-        """Raises KeyError for a tier the policy does not define, InputError for an unknown athlete."""
+    def decide(self, q: Question, tokens: Tokens, athlete: str, tier: str, question_tokens: int | None = None) -> Outcome:
+        """Raises KeyError for a tier the policy does not define, InputError for an unknown athlete.
+        `question_tokens` is `count_once(q.question)`, counted once for both policies."""
         spend = self.policy.tiers[tier]
         a = self.bundles.get(athlete)
         r = self._route(q, tokens)
+        if len(self._plans) >= _MEMO_LIMIT:
+            self._plans.clear()
         plan_key = (athlete, spend, r.scope, r.intent, r.contenders, r.evidence, bool(r.clinical), r.source, r.named)
         planned = self._plans.get(plan_key)
         if planned is None:
@@ -323,20 +352,32 @@ class PolicyRunner:
         max_words = max(self.policy.intent(c).max_words for c in r.contenders) if r.source != "rules" \
             else self.policy.intent(r.intent).max_words
         system_key = (athlete, max_words, r.clinical, selected)
-        system = self._systems.get(system_key)
-        if system is None:
+        system_tokens = self._systems.get(system_key)
+        if system_tokens is None:
+            if len(self._systems) >= _MEMO_LIMIT:
+                self._systems.clear()
             block = system_block(a.bundle.language, max_words, list(r.clinical))
-            lines = [(n, a.facts[n].line or "") for n in selected]
-            system = self._systems[system_key] = build_prompt(block, lines, "").messages[0]["content"]
+            content = build_prompt(block, [(n, a.facts[n].line or "") for n in selected], "").messages[0]["content"]
+            system_tokens = self._systems[system_key] = count_once(content)
+        if question_tokens is None:
+            question_tokens = count_once(q.question)
         return Outcome(r.intent, r.source, r.contenders, r.scope, selected, withheld,
-                       build_prompt_tokens(system, q.question))
+                       chat_tokens(system_tokens, question_tokens))
 
     def _route(self, q: Question, tokens: Tokens) -> _Routed:
-        """`select()`'s routing without a classifier, its scope and its clinical terms."""
+        """`select()`'s routing without a classifier, its scope and its clinical terms: once per
+        question for both policies when everything routing reads is equal in them."""
+        key = ("routed", self.routing_key, q.scope)
+        found = tokens.memo.get(key)
+        if found is None:
+            found = tokens.memo[key] = self._route_now(q, tokens)
+        return found  # type: ignore[return-value]
+
+    def _route_now(self, q: Question, tokens: Tokens) -> _Routed:
         r = route(tokens, self.policy, None)
         scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
         return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)), r,
-                       tuple(n for n, v in r.scores.scores.items() if v > 0),
+                       tuple(n for n, v in r.scores.ranked() if v > 0),
                        tuple((f, tuple(terms)) for f, terms in named_fragments_in(tokens, self.policy).items()))
 
     def _plan(self, a: _Athlete, spend: int, r: _Routed) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
@@ -348,11 +389,6 @@ class PolicyRunner:
                 if main is not None:
                     withheld.append((s.name, main.code))
         return tuple(plan.selected), tuple(withheld)
-
-
-def build_prompt_tokens(system_content: str, question: str) -> int:
-    """Prompt tokens of (system content, question), counted as `Prompt.tokens` counts them."""
-    return count_messages([{"role": "system", "content": system_content}, {"role": "user", "content": question}])
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -441,6 +477,12 @@ class Metrics:
     def tokens_mean(self) -> float:
         return self.tokens_total / self.questions if self.questions else 0.0
 
+    def __add__(self, other: Metrics) -> Metrics:
+        """The figures over both sets of rows: what partitions decided apart add up to."""
+        counts = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "confusion"}
+        confusion = {e: {i: n + other.confusion[e][i] for i, n in row.items()} for e, row in self.confusion.items()}
+        return Metrics(**counts, confusion=confusion)
+
     def to_json(self) -> dict[str, Any]:
         return {"questions": self.questions, "tokens_total": self.tokens_total,
                 "tokens_mean": round(self.tokens_mean, 2), "unsure": self.unsure,
@@ -485,6 +527,32 @@ def metrics(rows: Sequence[RowImpact], which: str) -> Metrics:
 
 
 @dataclass(frozen=True)
+class Totals:
+    """Both policies' metrics and the change counts over a set of rows; totals of parts add up."""
+
+    base: Metrics
+    candidate: Metrics
+    counts: dict[str, int]
+    """changed, intent_changed, selection_changed, tokens_changed"""
+
+    @classmethod
+    def of(cls, rows: Sequence[RowImpact]) -> Totals:
+        return cls(metrics(rows, "base"), metrics(rows, "candidate"), cls.count(rows))
+
+    @staticmethod
+    def count(rows: Sequence[RowImpact]) -> dict[str, int]:
+        changed = [r for r in rows if r.changed]
+        return {"changed": len(changed),
+                "intent_changed": sum(1 for r in changed if r.base.intent != r.candidate.intent),
+                "selection_changed": sum(1 for r in changed if r.base.selected != r.candidate.selected),
+                "tokens_changed": sum(1 for r in changed if r.base.tokens != r.candidate.tokens)}
+
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(self.base + other.base, self.candidate + other.candidate,
+                      {k: v + other.counts[k] for k, v in self.counts.items()})
+
+
+@dataclass(frozen=True)
 class ImpactReport:
     source: str
     base_name: str
@@ -495,22 +563,23 @@ class ImpactReport:
     skipped: tuple[tuple[int, str], ...]
     seconds: float
     notes: tuple[str, ...] = ()
+    totals: Totals | None = None
+    """Figures over every row decided, for a report that keeps only the changed rows (`rows`):
+    what a run over a log too large to hold gives back. None: `rows` holds every row."""
     base_metrics: Metrics = field(init=False)
     candidate_metrics: Metrics = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "base_metrics", metrics(self.rows, "base"))
-        object.__setattr__(self, "candidate_metrics", metrics(self.rows, "candidate"))
+        totals = self.totals if self.totals is not None else Totals.of(self.rows)
+        object.__setattr__(self, "base_metrics", totals.base)
+        object.__setattr__(self, "candidate_metrics", totals.candidate)
 
     def changed_rows(self) -> list[RowImpact]:
         return [r for r in self.rows if r.changed]
 
     def summary(self) -> dict[str, int]:
-        changed = self.changed_rows()
-        return {"questions": len(self.rows), "skipped": len(self.skipped), "changed": len(changed),
-                "intent_changed": sum(1 for r in changed if r.base.intent != r.candidate.intent),
-                "selection_changed": sum(1 for r in changed if r.base.selected != r.candidate.selected),
-                "tokens_changed": sum(1 for r in changed if r.base.tokens != r.candidate.tokens)}
+        counts = self.totals.counts if self.totals is not None else Totals.count(self.rows)
+        return {"questions": self.base_metrics.questions, "skipped": len(self.skipped), **counts}
 
     def table(self, changed_only: bool = False) -> list[dict[str, Any]]:
         """One flat record per question, for a dataframe."""
@@ -533,40 +602,170 @@ class ImpactReport:
                 "rows": [r.to_json() for r in rows]}
 
 
-def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candidate: Policy, *,
-               base_name: str = "base", candidate_name: str = "candidate", upstream: Upstream | None = None,
-               default_athlete: str = DEFAULT_ATHLETE, cost_mode: CostMode = "hand",
-               progress: Progress | None = None) -> ImpactReport:
-    """Decide every question under both policies and compare. Never calls a model."""
-    started = time.perf_counter()
-    qs = questions.questions if isinstance(questions, QuestionSet) else tuple(questions)
-    skipped = list(questions.skipped) if isinstance(questions, QuestionSet) else []
-    bundles = Bundles(upstream, cost_mode)
-    runners = (PolicyRunner(base, bundles), PolicyRunner(candidate, bundles))
-    memos: dict[str, Tokens] = {}
+@dataclass(frozen=True)
+class ChunkResult:
+    """What `decide_chunk` gives back for a run of questions, in their order."""
+
+    rows: tuple[RowImpact, ...]
+    skipped: tuple[tuple[int, str], ...]
+
+
+class ImpactJob:
+    """Everything needed to decide questions under two policies, made once per run and installed
+    once per worker process. It pickles as the two policy documents (not their compiled tables),
+    the upstream and the settings; `token` names the run, so a worker keeps one engine per run."""
+
+    def __init__(self, base: Policy, candidate: Policy, *, upstream: Upstream | None = None,
+                 default_athlete: str = DEFAULT_ATHLETE, cost_mode: CostMode = "hand") -> None:
+        self.base, self.candidate = base, candidate
+        self.upstream = upstream
+        self.default_athlete = default_athlete
+        self.cost_mode: CostMode = cost_mode
+        self.token = uuid.uuid4().hex
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"base": self.base.model_dump(mode="json"), "candidate": self.candidate.model_dump(mode="json"),
+                "upstream": self.upstream, "default_athlete": self.default_athlete, "cost_mode": self.cost_mode,
+                "token": self.token}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.base = Policy.model_validate(state["base"])
+        candidate = Policy.model_validate(state["candidate"])
+        # one object when the documents are equal: everything compiled from it is shared
+        self.candidate = self.base if candidate == self.base else candidate
+        self.upstream, self.default_athlete = state["upstream"], state["default_athlete"]
+        self.cost_mode, self.token = state["cost_mode"], state["token"]
+
+
+class _Engine:
+    """One run's deciding state in one process: bundles fetched once, both policies' memos."""
+
+    def __init__(self, job: ImpactJob) -> None:
+        self.job = job
+        bundles = Bundles(job.upstream, job.cost_mode)
+        self.runners = (PolicyRunner(job.base, bundles), PolicyRunner(job.candidate, bundles))
+        self.tokens: dict[str, Tokens] = {}
+
+
+_ENGINES: dict[str, _Engine] = {}
+_ENGINE_LIMIT: Final = 4
+
+
+def _engine(job: ImpactJob) -> _Engine:
+    engine = _ENGINES.get(job.token)
+    if engine is None:
+        if len(_ENGINES) >= _ENGINE_LIMIT:
+            _ENGINES.pop(next(iter(_ENGINES)))
+        engine = _ENGINES[job.token] = _Engine(job)
+    return engine
+
+
+def decide_chunk(job: ImpactJob, chunk: Sequence[Question]) -> ChunkResult:
+    """Decide a run of questions under both policies: the one function the single-process path,
+    the process pool and the Dask engine all run, so they cannot disagree."""
+    engine = _engine(job)
+    base, candidate = job.base, job.candidate
     rows: list[RowImpact] = []
-    total = len(qs)
-    step = max(1, -(-total // 100))  # at most ~100 calls
-    for i, q in enumerate(qs, 1):
-        athlete = q.athlete or default_athlete
+    skipped: list[tuple[int, str]] = []
+    memos = engine.tokens
+    for q in chunk:
+        athlete = q.athlete or job.default_athlete
         tier = q.tier or DEFAULT_TIER
         no_tier = [name for name, p in (("base", base), ("candidate", candidate)) if tier not in p.tiers]
         if no_tier:
             skipped.append((q.row, f"unknown tier {tier!r} in {' and '.join(no_tier)}"))
+            continue
+        tokens = memos.get(q.question)
+        if tokens is None:
+            if len(memos) >= _MEMO_LIMIT:
+                memos.clear()
+            tokens = memos[q.question] = tokenise(q.question)
+        question_tokens = count_once(q.question)
+        try:
+            a, b = (r.decide(q, tokens, athlete, tier, question_tokens) for r in engine.runners)
+        except InputError as e:
+            skipped.append((q.row, str(e)))
         else:
-            tokens = memos.get(q.question)
-            if tokens is None:
-                if len(memos) >= _MEMO_LIMIT:
-                    memos.clear()
-                tokens = memos[q.question] = tokenise(q.question)
-            try:
-                a, b = (r.decide(q, tokens, athlete, tier) for r in runners)
-            except InputError as e:
-                skipped.append((q.row, str(e)))
-            else:
-                rows.append(RowImpact(q, athlete, tier, a, b, describe_changes(a, b)))
-        if progress is not None and (i % step == 0 or i == total):
-            progress(i, total)
+            rows.append(RowImpact(q, athlete, tier, a, b, describe_changes(a, b)))
+    return ChunkResult(tuple(rows), tuple(skipped))
+
+
+def _install(job: ImpactJob) -> None:
+    """A pool worker's initializer: the run's engine, built once per process."""
+    _engine(job)
+
+
+_Decided = tuple[int, Outcome, Outcome, tuple[str, ...]]
+
+
+def _decide_installed(token: str, chunk: Sequence[Question]) -> tuple[list[_Decided], tuple[tuple[int, str], ...]]:
+    """`decide_chunk` in a pool worker; each row comes back as its place in the chunk and the two
+    outcomes, since the parent holds the questions already."""
+    result = decide_chunk(_ENGINES[token].job, chunk)
+    out: list[_Decided] = []
+    i = 0
+    for r in result.rows:  # in the chunk's order, minus the skipped (row numbers may repeat)
+        while chunk[i] is not r.question:
+            i += 1
+        out.append((i, r.base, r.candidate, r.changes))
+        i += 1
+    return out, result.skipped
+
+
+def _rows_back(job: ImpactJob, chunk: Sequence[Question],
+               answer: tuple[list[_Decided], tuple[tuple[int, str], ...]]) -> ChunkResult:
+    rows = []
+    for i, a, b, changes in answer[0]:
+        q = chunk[i]
+        rows.append(RowImpact(q, q.athlete or job.default_athlete, q.tier or DEFAULT_TIER, a, b, changes))
+    return ChunkResult(tuple(rows), answer[1])
+
+
+CHUNK_ROWS: Final = 2000
+"""Questions per chunk sent to a worker: large enough that shipping them costs little."""
+
+
+def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candidate: Policy, *,
+               base_name: str = "base", candidate_name: str = "candidate", upstream: Upstream | None = None,
+               default_athlete: str = DEFAULT_ATHLETE, cost_mode: CostMode = "hand",
+               progress: Progress | None = None, jobs: int = 1) -> ImpactReport:
+    """Decide every question under both policies and compare. Never calls a model.
+
+    `jobs` > 1 decides chunks of the set in that many worker processes (the upstream must then
+    pickle); rows come back in the set's order, so the report is the same as with one."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise InputError(f"jobs must be a whole number >= 1, got {jobs!r}")
+    started = time.perf_counter()
+    qs = questions.questions if isinstance(questions, QuestionSet) else tuple(questions)
+    skipped = list(questions.skipped) if isinstance(questions, QuestionSet) else []
+    job = ImpactJob(base, candidate, upstream=upstream, default_athlete=default_athlete, cost_mode=cost_mode)
+    for policy in (base, candidate):
+        compile_matchers(policy)  # here, once: forked workers inherit the tables instead of compiling them
+    total = len(qs)
+    size = max(1, -(-total // 100)) if jobs == 1 else max(1, min(CHUNK_ROWS, -(-total // (jobs * 4))))
+    chunks = [qs[i:i + size] for i in range(0, total, size)]
+    rows: list[RowImpact] = []
+    done = 0
+
+    def collect(results: Iterable[ChunkResult]) -> None:
+        nonlocal done
+        for chunk, result in zip(chunks, results, strict=True):
+            rows.extend(result.rows)
+            skipped.extend(result.skipped)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, total)
+
+    try:
+        if jobs == 1 or len(chunks) == 1:
+            collect(decide_chunk(job, chunk) for chunk in chunks)
+        else:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), initializer=_install,
+                                     initargs=(job,)) as pool:
+                answers = pool.map(_decide_installed, itertools.repeat(job.token), chunks)
+                collect(_rows_back(job, chunk, answer) for chunk, answer in zip(chunks, answers, strict=True))
+    finally:
+        _ENGINES.pop(job.token, None)
     return ImpactReport(source=questions.source if isinstance(questions, QuestionSet) else "<questions>",
                         base_name=base_name, candidate_name=candidate_name, base_digest=base.digest,
                         candidate_digest=candidate.digest, rows=tuple(rows),

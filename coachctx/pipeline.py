@@ -14,7 +14,7 @@ from importlib.metadata import version as _pkg_version
 from typing import Final, Literal, get_args
 
 from coachctx.audit import audit
-from coachctx.availability import CostMode, DropUnavailable, FragmentFact, facts
+from coachctx.availability import CostMode, DropUnavailable, FragmentFact, prepared
 from coachctx.budget import SpendBudget
 from coachctx.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
 from coachctx.errors import InputError
@@ -22,13 +22,18 @@ from coachctx.fragments import BY_NAME
 from coachctx.modifiers import ApplyScope
 from coachctx.plan import Plan
 from coachctx.policy import MAX_BUDGET, SCOPES, Policy
-from coachctx.prompt import build_naive_prompt, build_prompt, system_block
+from coachctx.prompt import build_naive_prompt, build_prompt, chat_tokens, system_block
+from coachctx.prompt import naive_tokens as naive_tokens_of
+from coachctx.prompt import prompt_tokens as prompt_tokens_of
 from coachctx.routing import Classifier, Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.selection import Named, lookup
 from coachctx.services import Bundle
 from coachctx.text import tokenise
+from coachctx.tokens import count_once, count_tokens
 
 MAX_QUESTION_CHARS: Final = 2000
+PLAN_MEMO_LIMIT: Final = 4096
+"""Plans memoised per policy; the memo is emptied when it reaches this many."""
 ScopeRequest = Literal["auto", "today", "week", "months"]
 SCOPE_REQUESTS: Final[tuple[str, ...]] = get_args(ScopeRequest)
 COST_MODES: Final = ("hand", "measured")
@@ -75,11 +80,14 @@ def select(
     policy_version: str | None = None,
     soften_excludes: bool = True,
     recorded_route: Route | None = None,
+    count_naive: bool = True,
 ) -> Decision:
     """Decide what the assistant may see for this question about this athlete.
 
     Always returns a Decision (an empty selection is a valid one); raises InputError only for
     unusable arguments. `recorded_route` replays a route from a trace instead of routing again.
+    `count_naive=False` leaves the naive baseline (a comparison figure, and the largest text a
+    decision would count) out: `tokens.naive`, `tokens.saved_pct` and `prompt.naive_messages` are None.
     """
     question = check_question(question)
     if scope not in SCOPE_REQUESTS:
@@ -94,8 +102,9 @@ def select(
         effective, inferred_from = infer_scope(tokens, policy)
     else:
         effective, inferred_from = scope, None
-    fragment_facts = facts(bundle)
-    costs = {name: f.cost(cost_mode) for name, f in fragment_facts.items()}
+    ready = prepared(bundle)
+    fragment_facts = ready.facts
+    costs = ready.costs[cost_mode]
     clinical = clinical_terms_in(tokens, policy)
     planned = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
                        named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
@@ -106,9 +115,16 @@ def select(
     max_words = max(policy.intent(c).max_words for c in decided.contenders) if decided.source != "rules" \
         else policy.intent(decided.intent).max_words
     system = system_block(bundle.language, max_words, clinical)
-    prompt = build_prompt(system, [(n, fragment_facts[n].line or "") for n in plan.selected], question)
-    naive = build_naive_prompt(system, bundle.naive_payload(), question)
-    prompt_tokens, naive_tokens = prompt.tokens, naive.tokens
+    lines = [(n, fragment_facts[n].line or "") for n in plan.selected]
+    prompt = build_prompt(system, lines, question)
+    naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json) if count_naive else None
+    question_tokens = count_once(question)
+    if ready.used_before():
+        prompt_tokens = prompt_tokens_of(system, lines, question, question_tokens=question_tokens)
+    else:  # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
+        prompt_tokens = chat_tokens(count_tokens(prompt.messages[0]["content"]), question_tokens)
+    naive_tokens = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens) \
+        if count_naive else None
 
     return Decision(
         question=question,
@@ -130,7 +146,8 @@ def select(
         coverage=coverage,
         confidence=round(coverage * factor, 4),
         tokens={"prompt": prompt_tokens, "naive": naive_tokens,
-                "saved_pct": round(100 * (naive_tokens - prompt_tokens) / naive_tokens, 1),
+                "saved_pct": round(100 * (naive_tokens - prompt_tokens) / naive_tokens, 1)
+                if naive_tokens is not None else None,
                 "cost_mode": cost_mode, "budget_spent": planned.spent,
                 "selected_cost": sum(costs[n] for n in plan.selected), "encoding": "cl100k_base"},
         policy={"source": policy_source, "digest": policy.digest, "version": policy_version},
@@ -139,7 +156,7 @@ def select(
         language=bundle.language,
         clinical={"is_clinical": bool(clinical), "terms": clinical},
         services={s: {"status": r.status, "detail": r.detail} for s, r in bundle.results.items()},
-        prompt={"messages": prompt.messages, "naive_messages": naive.messages},
+        prompt={"messages": prompt.messages, "naive_messages": naive.messages if naive is not None else None},
     )
 
 
@@ -165,8 +182,28 @@ def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequen
              named: Named, soften_excludes: bool = True) -> Planned:
     """Policy lookup, scope modifiers, availability and budget: the one sequence of selection
     stages, shared by `select()`, impact analysis and the benchmark. `named` is
-    `named_fragments_in(question)`: the fragments the question's fragment terms name."""
+    `named_fragments_in(question)`: the fragments the question's fragment terms name.
+
+    Memoised per policy on everything the stages read (each fragment's availability and cost, the
+    budget, scope, route, evidence, clinical and named terms), so a question like one decided
+    before reuses its plan; the plan is immutable, so sharing it is safe."""
     evidence = evidence_of(decided)
+    key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, decided.intent,
+           decided.contenders, decided.source, decided.matched_nothing, tuple(evidence.items()), tuple(clinical),
+           tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
+    memo: dict[object, Planned] = policy.derived("plans", lambda _: {})
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= PLAN_MEMO_LIMIT:
+            memo.clear()
+        found = memo[key] = _plan(decided, policy, scope, clinical, fragment_facts, costs, spend, named=named,
+                                  soften_excludes=soften_excludes, evidence=evidence)
+    return found
+
+
+def _plan(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
+          fragment_facts: Mapping[str, FragmentFact], costs: Mapping[str, int], spend: int, *,
+          named: Named, soften_excludes: bool, evidence: Mapping[str, tuple[tuple[str, float], ...]]) -> Planned:
     unmatched = decided.matched_nothing and decided.source == "fallback"
     plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
                   evidence=evidence, clinical=clinical, unmatched=unmatched, named=named)

@@ -7,7 +7,7 @@ typed reason. A `Stage` is any function `Plan -> Plan`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from coachctx.fragments import FRAGMENT_NAMES
@@ -40,16 +40,17 @@ class FragmentState:
     role: Role
     status: Status
     reasons: tuple[Reason, ...] = ()
+    codes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The reasons' codes, made once: the stages and the audit ask for them of every fragment."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "codes", tuple(r.code for r in self.reasons))
 
     def withhold(self, reason: Reason) -> FragmentState:
         return replace(self, status="withheld", reasons=(*self.reasons, reason))
 
     def note(self, reason: Reason) -> FragmentState:
         return replace(self, reasons=(*self.reasons, reason))
-
-    @property
-    def codes(self) -> tuple[str, ...]:
-        return tuple(r.code for r in self.reasons)
 
     @property
     def main_reason(self) -> Reason | None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coachctx.tokens import count_messages
+from coachctx.tokens import count_messages, count_once, count_tokens
 
 LANGUAGE_NAMES: Final = {
     "en": "English", "es": "Spanish", "de": "German", "fr": "French", "pt": "Portuguese", "it": "Italian",
@@ -64,8 +64,54 @@ def build_prompt(system: str, lines: Sequence[tuple[str, str]], question: str) -
     return Prompt(system=system, context=context, question=question)
 
 
-def build_naive_prompt(system: str, bundle_payload: Any, question: str) -> Prompt:
+NAIVE_PREFIX: Final = "Athlete data: "
+
+
+def naive_json(bundle_payload: Any) -> str:
+    return json.dumps(bundle_payload, ensure_ascii=False)
+
+
+def build_naive_prompt(system: str, bundle_payload: Any, question: str, *, payload_json: str | None = None) -> Prompt:
     """The baseline that flatters nobody: the same system block plus the whole bundle as
     compact JSON."""
-    return Prompt(system=system, context="Athlete data: " + json.dumps(bundle_payload, ensure_ascii=False),
-                  question=question)
+    text = payload_json if payload_json is not None else naive_json(bundle_payload)
+    return Prompt(system=system, context=NAIVE_PREFIX + text, question=question)
+
+
+# --- counting from pieces ----------------------------------------------------------------------
+#
+# cl100k's pre-tokeniser never lets a piece of text run from a newline into the non-space character
+# after it (no alternative of its pattern matches a newline followed by a letter or a dash), and BPE
+# merges only inside a piece. So a text cut right after a newline that is followed by a non-space
+# character has exactly the tokens of its two halves. The prompt is cut there: after the system
+# block's blank line, after the context header, after each fragment line. Each half recurs across
+# questions and is counted once (`count_tokens`' cache); tests/test_engine_tokens.py checks the sum
+# against a full count.
+
+_MESSAGE: Final = 3
+"""Tokens OpenAI adds per chat message, and to prime the reply (see `count_messages`)."""
+
+
+def prompt_tokens(system: str, lines: Sequence[tuple[str, str]], question: str, *,
+                  question_tokens: int | None = None) -> int:
+    """`build_prompt(system, lines, question).tokens`, summed from cached pieces."""
+    if lines:
+        *head, (last_name, last_text) = lines
+        content = (count_tokens(system + "\n\n") + count_tokens(CONTEXT_HEADER + "\n")
+                   + sum(count_tokens(f"- {name}: {text}\n") for name, text in head)
+                   + count_tokens(f"- {last_name}: {last_text}"))
+    else:
+        content = count_tokens(system)
+    return chat_tokens(content, count_once(question) if question_tokens is None else question_tokens)
+
+
+def naive_tokens(system: str, payload_tokens: int, question: str, *, question_tokens: int | None = None) -> int:
+    """`build_naive_prompt(system, payload, question).tokens`, given the tokens of
+    `NAIVE_PREFIX + naive_json(payload)`, which a bundle counts once."""
+    content = count_tokens(system + "\n\n") + payload_tokens
+    return chat_tokens(content, count_once(question) if question_tokens is None else question_tokens)
+
+
+def chat_tokens(system_content: int, question: int) -> int:
+    """`count_messages` of a system and a user message, given their contents' tokens."""
+    return (_MESSAGE + system_content + count_tokens("system")) + (_MESSAGE + question + count_tokens("user")) + _MESSAGE

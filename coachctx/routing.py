@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final, Literal
@@ -24,6 +24,8 @@ from coachctx.policy import EXACT_MARK, INTENTS, LANGUAGES, Policy
 from coachctx.text import WHOLE_WORD, Tokens, script_of, stem, stem_variants, tokenise
 
 MAX_PHRASE_WORDS: Final = 6
+_WORD_CACHE_LIMIT: Final = 50_000
+"""Per-matcher memos keyed by a question word are cleared when they reach this size."""
 FUZZY_FACTOR: Final = 0.75
 """A misspelt word matches a term at this share of the term's weight."""
 
@@ -118,6 +120,33 @@ class TermMatcher:
     Han/Kana substrings or Hangul prefixes."""
     _fuzzy_seen: dict[str, tuple[_Term, ...]] = field(default_factory=dict, compare=False, repr=False)
     _parts_seen: dict[str, tuple[_Term, ...]] = field(default_factory=dict, compare=False, repr=False)
+    # Indexes over the fields above, built in __post_init__ so that every way of making a matcher
+    # (compile, with_term) gets them: which algorithms a word starts a phrase under, substring keys
+    # by their first character, the first characters of Hangul prefixes.
+    _algorithms: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    _starts_seen: dict[str, tuple[tuple[int, str, tuple[_Term, ...], bool], ...]] = field(
+        init=False, compare=False, repr=False)
+    _readings_seen: dict[str, tuple[tuple[str, _Term], ...]] = field(init=False, compare=False, repr=False)
+    _fuzzy_windows: dict[tuple[int, int], list[str]] = field(init=False, compare=False, repr=False)
+    _substrings_by_first: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, repr=False)
+    _spaced_indexes: tuple[int, ...] = field(init=False, compare=False, repr=False)
+    _prefix_firsts: frozenset[str] = field(init=False, compare=False, repr=False)
+    _heads: Mapping[str, frozenset[tuple[str, ...]]] = field(init=False, compare=False, repr=False)
+    """algorithm -> every proper beginning of a phrase: a longer phrase is tried only after one."""
+
+    def __post_init__(self) -> None:
+        by_first: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(self.substrings):
+            by_first.setdefault(key[0], []).append(i)
+        object.__setattr__(self, "_algorithms", tuple(self.stemmed))
+        object.__setattr__(self, "_starts_seen", {})
+        object.__setattr__(self, "_readings_seen", {})
+        object.__setattr__(self, "_fuzzy_windows", {})
+        object.__setattr__(self, "_substrings_by_first", {c: tuple(ix) for c, ix in by_first.items()})
+        object.__setattr__(self, "_spaced_indexes", tuple(i for i, (k, _) in enumerate(self.substrings) if " " in k))
+        object.__setattr__(self, "_prefix_firsts", frozenset(k[0] for k in self.prefix_index if k))
+        object.__setattr__(self, "_heads", {a: frozenset(p[:n] for p in phrases for n in range(1, len(p)))
+                                            for a, phrases in self.stemmed.items()})
 
     @classmethod
     def compile(cls, table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
@@ -160,8 +189,7 @@ class TermMatcher:
             spaced_substrings=tuple((k, e) for k, e in substrings if " " in k),
             longest_prefix=max((len(p) for p, _ in prefixes), default=0),
             fuzzy={w: tuple(ts) for w, ts in fuzzy.items()},
-            fingerprint=hashlib.sha256(json.dumps(table, sort_keys=True, ensure_ascii=False,
-                                                  default=str).encode()).hexdigest(),
+            fingerprint=_fingerprint(table),
         )
 
     def with_term(self, label: str, language: str, term: str, weight: float) -> TermMatcher:
@@ -229,53 +257,119 @@ class TermMatcher:
             cached = tokens.memo[key] = self._find(tokens)
         return list(cached)  # type: ignore[call-overload]
 
+    def _starts(self, word: str) -> tuple[tuple[int, str, tuple[_Term, ...], bool], ...]:
+        """(algorithm index, stem, the one-word terms, whether longer phrases start here) for every
+        algorithm under which this word's stem starts some phrase: one dict lookup per word once
+        seen, instead of one per word and language."""
+        starts = self._starts_seen.get(word)
+        if starts is None:
+            found = []
+            # a number is its own stem in every Snowball language: no stemmer need see it
+            plain = word.isascii() and word.isdigit()
+            for ai, algorithm in enumerate(self._algorithms):
+                first = word if plain or algorithm == "prefix" else stem(word, algorithm)
+                if first in self.firsts[algorithm]:
+                    found.append((ai, first, self.stemmed[algorithm].get((first,), ()),
+                                  (first,) in self._heads[algorithm]))
+            starts = tuple(found)
+            if len(self._starts_seen) >= _WORD_CACHE_LIMIT:
+                self._starts_seen.clear()
+            self._starts_seen[word] = starts
+        return starts
+
     def _find(self, tokens: Tokens) -> list[_Term]:
         found: dict[tuple[str, str], _Term] = {}
         at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
         words = tokens.words
-        known = [False] * len(words)
-        for algorithm, phrases in self.stemmed.items():
-            firsts = self.firsts[algorithm]
-            stems = list(words) if algorithm == "prefix" else tokens.stems(algorithm)
-            for i, first in enumerate(stems):
-                if first not in firsts:
-                    continue
-                known[i] = True
-                for n in range(1, min(self.longest_phrase, len(stems) - i) + 1):
-                    for entry in phrases.get(tuple(stems[i : i + n]), ()):
-                        # the same words met through two languages' terms ("train" and Dutch
-                        # "trainen") are one piece of evidence: the heavier term counts
-                        other = at_span.get((entry.label, i, n))
-                        if other is not None and other != (entry.label, entry.term):
-                            if found[other].weight >= entry.weight:
-                                continue
-                            del found[other]
-                        if (entry.label, entry.term) not in found:
-                            found[(entry.label, entry.term)] = entry
-                            at_span[(entry.label, i, n)] = (entry.label, entry.term)
+
+        def add(entries: tuple[_Term, ...], i: int, n: int) -> None:
+            for entry in entries:
+                # the same words met through two languages' terms ("train" and Dutch
+                # "trainen") are one piece of evidence: the heavier term counts
+                other = at_span.get((entry.label, i, n))
+                if other is not None and other != (entry.label, entry.term):
+                    if found[other].weight >= entry.weight:
+                        continue
+                    del found[other]
+                if (entry.label, entry.term) not in found:
+                    found[(entry.label, entry.term)] = entry
+                    at_span[(entry.label, i, n)] = (entry.label, entry.term)
+
+        # one memo lookup per word: the phrases it starts, or, for a word the table does not know,
+        # its fuzzy and compound readings (looked at below)
+        starts: list[tuple[int, int, tuple[int, str, tuple[_Term, ...], bool]]] = []
+        unknown: list[tuple[int, tuple[tuple[str, _Term], ...]]] = []
+        seen, readings_seen = self._starts_seen, self._readings_seen
+        for i, w in enumerate(words):
+            here = seen.get(w)
+            if here is None:
+                here = self._starts(w)
+            if here:
+                starts.extend((start[0], i, start) for start in here)
+                continue
+            readings = readings_seen.get(w)
+            if readings is None:
+                readings = self._readings(w)
+            if readings:
+                unknown.append((i, readings))
+        starts.sort()  # in the order the table lists its algorithms, then by position
+        for ai, i, (_, first, singles, longer) in starts:
+            if singles:
+                add(singles, i, 1)
+            if not longer:
+                continue
+            algorithm = self._algorithms[ai]
+            phrases, heads = self.stemmed[algorithm], self._heads[algorithm]
+            phrase: tuple[str, ...] = (first,)
+            for j in range(i + 1, min(i + self.longest_phrase, len(words))):
+                phrase = (*phrase, words[j] if algorithm == "prefix" else stem(words[j], algorithm))
+                entries = phrases.get(phrase)
+                if entries:
+                    add(entries, i, len(phrase))
+                if phrase not in heads:
+                    break  # no longer phrase starts with these words
         haystack = tokens.unspaced
-        for key, entry in self.substrings if haystack else self.spaced_substrings:
+        if haystack:
+            candidates = {ix for ch in set(haystack) for ix in self._substrings_by_first.get(ch, ())}
+            candidates.update(self._spaced_indexes)
+            indexes: Iterable[int] = sorted(candidates)
+        else:
+            indexes = self._spaced_indexes
+        for ix in indexes:
+            key, entry = self.substrings[ix]
             if key in haystack or (" " in key and key in tokens.text):
                 found.setdefault((entry.label, entry.term), entry)
         if self.prefix_index:
             for w in words:
+                if w[:1] not in self._prefix_firsts:
+                    continue
                 for k in range(1, min(len(w), self.longest_prefix) + 1):
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
-        terms_found = {e.term for e in found.values()}
-        for i, w in enumerate(words):
-            if known[i]:
-                continue
+        terms_found: set[str] | None = None
+        for _, readings in unknown:
+            if terms_found is None:
+                terms_found = {e.term for e in found.values()}
             # a word the table does not know counts once per intent, as its heaviest reading:
             # a misspelling, or a compound's part, through whichever language's terms
-            best: dict[str, _Term] = {}
-            for entry in (*self._near(w), *self._parts(w)):
-                if entry.term.split(" (", 1)[0] not in terms_found and \
-                        (entry.label not in best or entry.weight > best[entry.label].weight):
-                    best[entry.label] = entry
-            for entry in best.values():
-                found.setdefault((entry.label, entry.term.split(" (", 1)[0]), entry)
+            best: dict[str, tuple[str, _Term]] = {}
+            for base, entry in readings:
+                if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
+                    best[entry.label] = (base, entry)
+            for base, entry in best.values():
+                found.setdefault((entry.label, base), entry)
         return list(found.values())
+
+    def _readings(self, word: str) -> tuple[tuple[str, _Term], ...]:
+        """(the term as the table has it, the reading) for a word the table does not know: its
+        fuzzy matches, then its compound parts. Usually none, found with one lookup."""
+        readings = self._readings_seen.get(word)
+        if readings is None:
+            readings = tuple((e.term.split(" (", 1)[0], e) for e in (*self._near(word), *self._parts(word)))
+            if len(self._readings_seen) >= _WORD_CACHE_LIMIT:
+                self._readings_seen.clear()
+            self._readings_seen[word] = readings
+        return readings
 
     def _parts(self, word: str) -> tuple[_Term, ...]:
         """The terms a compound the table does not know is made of, at reduced weight: its longest
@@ -286,7 +380,9 @@ class TermMatcher:
             return cached
         parts: dict[tuple[str, str], _Term] = {}
         if len(word) >= MIN_HEAD + MIN_MODIFIER and word.isalpha() and word not in common_words():
-            for algorithm in COMPOUNDING & self.stemmed.keys():
+            # in the table's own order: a set's order changes with each process's hash seed, and the
+            # first language to find a part decides its weight
+            for algorithm in (a for a in self.stemmed if a in COMPOUNDING):
                 table = self.stemmed[algorithm]
                 heads = (table.get((stem(word[j:], algorithm),)) for j in range(MIN_MODIFIER, len(word) - MIN_HEAD + 1))
                 modifiers = (table.get((stem(word[:j], algorithm),))
@@ -315,6 +411,15 @@ class TermMatcher:
                     return tuple(_Term(e.label, f"{e.term} (part of: {word})", e.weight) for e in entries)
         return ()
 
+    def _fuzzy_window(self, length: int, limit: int) -> list[str]:
+        """The fuzzy words within `limit` letters of `length`, in the table's order: a word further
+        off in length is further off in edit distance, so leaving it out changes no answer."""
+        key = (length, limit)
+        window = self._fuzzy_windows.get(key)
+        if window is None:
+            window = self._fuzzy_windows[key] = [w for w in self.fuzzy if abs(len(w) - length) <= limit]
+        return window
+
     def _near(self, word: str) -> tuple[_Term, ...]:
         """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word
         within `fuzzy_distance`, starting with the same letter; none for a word the table has, nor
@@ -325,8 +430,8 @@ class TermMatcher:
         near: tuple[_Term, ...] = ()
         limit = fuzzy_distance(word)
         if limit and word.isalpha() and word not in self.fuzzy and word not in common_words():
-            best = process.extractOne(word, self.fuzzy.keys(), scorer=OSA.distance, score_cutoff=limit,
-                                      processor=None)
+            best = process.extractOne(word, self._fuzzy_window(len(word), limit), scorer=OSA.distance,
+                                      score_cutoff=limit, processor=None)
             if best is not None and best[0][0] == word[0] and fuzzy_distance(best[0]) >= best[1]:
                 near = tuple(_Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6))
                              for e in self.fuzzy[best[0]])
@@ -335,9 +440,29 @@ class TermMatcher:
         return near
 
 
+_COMPILED: dict[str, TermMatcher] = {}
+_COMPILED_LIMIT: Final = 16
+
+
+def compile_shared(table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
+    """`TermMatcher.compile`, once per distinct table in this process: two policies with the same
+    vocabulary (a candidate that changes only a budget) share one matcher and its word memos."""
+    key = _fingerprint(table)
+    found = _COMPILED.get(key)
+    if found is None:
+        if len(_COMPILED) >= _COMPILED_LIMIT:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        found = _COMPILED[key] = TermMatcher.compile(table)
+    return found
+
+
+def _fingerprint(table: Mapping[Any, Any]) -> str:
+    return hashlib.sha256(json.dumps(table, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
 def vocabulary_matcher(policy: Policy) -> TermMatcher:
     """Compiled once per policy object."""
-    return policy.derived("vocabulary", lambda p: TermMatcher.compile(p.vocabulary))
+    return policy.derived("vocabulary", lambda p: compile_shared(p.vocabulary))
 
 
 @dataclass(frozen=True)
@@ -346,22 +471,27 @@ class Scores:
     matched: Mapping[str, tuple[tuple[str, float], ...]]
     scripts: tuple[str, ...]
 
+    _ranked: tuple[tuple[str, float], ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # ranked once: routing, contenders, evidence and the audit all read it
+        order = {name: i for i, name in enumerate(self.scores)}
+        object.__setattr__(self, "_ranked", tuple(sorted(self.scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))))
+
     def ranked(self) -> list[tuple[str, float]]:
         """Intents by score, highest first; ties keep the policy's intent order."""
-        order = {name: i for i, name in enumerate(self.scores)}
-        return sorted(self.scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+        return list(self._ranked)
 
     @property
     def top(self) -> tuple[str | None, float]:
-        name, value = self.ranked()[0]
+        name, value = self._ranked[0]
         return (name if value > 0 else None), value
 
     @property
     def runner_up(self) -> tuple[str | None, float]:
-        ranked = self.ranked()
-        if len(ranked) < 2:
+        if len(self._ranked) < 2:
             return None, 0.0
-        name, value = ranked[1]
+        name, value = self._ranked[1]
         return (name if value > 0 else None), value
 
     @property
@@ -522,7 +652,7 @@ CLINICAL_LABEL: Final = "clinical"
 
 def clinical_matcher(policy: Policy) -> TermMatcher:
     """The policy's clinical terms, compiled once."""
-    return policy.derived("clinical", lambda p: TermMatcher.compile(
+    return policy.derived("clinical", lambda p: compile_shared(
         {CLINICAL_LABEL: {lang: dict.fromkeys(terms, 1.0) for lang, terms in p.clinical_terms.items()}}))
 
 
@@ -533,7 +663,7 @@ def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
 
 def fragment_matcher(policy: Policy) -> TermMatcher:
     """The policy's fragment terms, compiled once: each fragment is a label."""
-    return policy.derived("fragment_terms", lambda p: TermMatcher.compile(
+    return policy.derived("fragment_terms", lambda p: compile_shared(
         {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in by_language.items()}
          for name, by_language in p.fragment_terms.items()}))
 
@@ -549,7 +679,7 @@ def named_fragments_in(question: str | Tokens, policy: Policy) -> dict[str, list
 
 def scope_matcher(policy: Policy) -> TermMatcher:
     """The policy's scope vocabulary, compiled once."""
-    return policy.derived("scopes", lambda p: TermMatcher.compile(
+    return policy.derived("scopes", lambda p: compile_shared(
         {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in scope.terms.items()}
          for name, scope in p.scopes.items()}))
 
@@ -567,3 +697,21 @@ def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, lis
     order = ("today", "week", "months")
     best = max(by_scope, key=lambda s: (len(by_scope[s]), -order.index(s)))
     return best, by_scope[best]
+
+
+def compile_matchers(policy: Policy) -> None:
+    """Build every matcher a decision reads, now rather than on the first question."""
+    for matcher in (vocabulary_matcher, clinical_matcher, fragment_matcher, scope_matcher):
+        matcher(policy)
+
+
+def forget_words() -> None:
+    """Empty every per-word memo (stems, phrase starts, fuzzy and compound readings): the state of
+    a process that has never seen a question. For measuring never-seen questions."""
+    from coachctx import text
+
+    text.stem.cache_clear()
+    text.unstretch.cache_clear()
+    for matcher in _COMPILED.values():
+        for memo in (matcher._starts_seen, matcher._readings_seen, matcher._fuzzy_seen, matcher._parts_seen):
+            memo.clear()

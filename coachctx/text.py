@@ -96,7 +96,17 @@ class Tokens:
         return found  # type: ignore[return-value]
 
 
+_ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+
+
 def tokenise(question: str) -> Tokens:
+    if question.isascii():
+        # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
+        # holds no format characters, and its only letters are Latin
+        text = question.lower()
+        ascii_words = [unstretch(w)[:MAX_TOKEN_CHARS] for w in _ASCII_WORD.findall(text)]
+        return Tokens(text=text, words=tuple(ascii_words), unspaced="",
+                      scripts=("Latin",) if any(c.isalpha() for c in text) else (), raw=question)
     text = normalise(question)
     words: list[str] = []
     runs: list[str] = []
@@ -126,6 +136,7 @@ _STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
 _STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
 
 
+@lru_cache(maxsize=100_000)
 def unstretch(word: str) -> str:
     """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
     "soooo" -> "so". A run of three or more of one letter ends the word as one letter and stands for

@@ -18,6 +18,13 @@ def encoding() -> tiktoken.Encoding:
 
 @lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
+    """Tokens of a text that recurs (a fragment line, a system block): cached."""
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def count_once(text: str) -> int:
+    """Tokens of a text unlikely to recur (a question): not cached, so a log of distinct questions
+    does not push the recurring pieces out of `count_tokens`' cache."""
     return len(encoding().encode(text, disallowed_special=()))
 
 
