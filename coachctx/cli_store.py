@@ -134,9 +134,20 @@ def _one_line(text: str) -> str:
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
-    from coachctx.store import PolicyStore
+    from coachctx.store import MissingStoreError, PolicyStore, default_store_url, looks_like_file
 
-    with PolicyStore(_store_url(args.store)) as store:
+    if args.policy_command == "diff" and looks_like_file(args.a) and looks_like_file(args.b):
+        return _diff(args, None)  # two files: no store is opened, so none is created
+    try:
+        # only a save creates the store: a read of a mistyped --store must leave nothing behind
+        store = PolicyStore(_store_url(args.store), create=args.policy_command == "save")
+    except MissingStoreError:
+        if args.policy_command != "history" or args.label is not None:
+            raise
+        print(f"no versions yet in {printable(_store_url(args.store) or default_store_url())}; save one with "
+              "`coachctx policy save FILE -m MESSAGE`")
+        return 0
+    with store:
         return _POLICY[args.policy_command](args, store)
 
 
@@ -223,7 +234,7 @@ def cmd_impact(args: argparse.Namespace) -> int:
     questions = read_questions(args.questions)
     store = None
     if not (looks_like_file(args.base) and looks_like_file(args.candidate)):
-        store = PolicyStore(_store_url(args.store))
+        store = PolicyStore(_store_url(args.store), create=False)
     try:
         base = resolve_policy(args.base, store)
         candidate = resolve_policy(args.candidate, store)

@@ -37,7 +37,7 @@ from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy, YamlLimits, parse_yaml
 from coachctx.prompt import build_prompt, system_block
-from coachctx.reading import ReadError, check_json_value, parse_json, read_text
+from coachctx.reading import ReadError, check_json_value, parse_json, printable, read_text
 from coachctx.routing import Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
@@ -167,10 +167,16 @@ def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
 
 def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
     reader = csv.DictReader(io.StringIO(text))
-    columns = [c.strip().casefold() for c in reader.fieldnames or []]
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as e:  # a header cell past the csv module's field limit
+        raise InputError(f"{source}: not valid CSV in the header ({e})") from e
+    columns = [c.strip().casefold() for c in header]
     if "question" not in columns and "q" not in columns:
+        # the header is data: a quoted newline or 100 kB in it must not make the error span lines
+        shown = printable(", ".join(header)) or "nothing"
         raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
-                         f"{', '.join(reader.fieldnames or []) or 'nothing'}")
+                         f"{shown if len(shown) <= 200 else shown[:197] + '...'}")
     try:
         for i, record in enumerate(reader, 1):
             yield i, {(k or "").strip().casefold(): v for k, v in record.items()}

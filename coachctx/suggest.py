@@ -21,8 +21,9 @@ from typing import Any, Final, Literal
 
 from coachctx.common_words import function_words
 from coachctx.errors import InputError
-from coachctx.impact import MAX_FILE_BYTES, read_questions
+from coachctx.impact import MAX_FILE_BYTES, MAX_QUESTIONS, read_questions
 from coachctx.lint import RULES, lint_policy
+from coachctx.pipeline import MAX_QUESTION_CHARS
 from coachctx.policy import INTENTS, LANGUAGES, Policy, validate_policy
 from coachctx.reading import parse_json, read_text
 from coachctx.routing import TermMatcher, is_confident, score, term_matching, vocabulary_matcher
@@ -136,6 +137,8 @@ def _jsonl_labelled(p: Path) -> list[LabelledRow]:
             raise InputError(f"{p}: line {line_no}: expected a JSON object, got {type(obj).__name__}")
         row = _row_of(obj, line_no, p)
         if row is not None:
+            if len(out) >= MAX_QUESTIONS:
+                raise InputError(f"{p}: more than {MAX_QUESTIONS} labelled rows; split the log")
             out.append(row)
     return _non_empty(out, p)
 
@@ -145,6 +148,9 @@ def _row_of(obj: Mapping[str, Any], line_no: int, p: Path) -> LabelledRow | None
     question = obj.get("question", obj.get("q"))
     if not isinstance(question, str) or not question.strip():
         raise InputError(f"{where}: no question")
+    if len(question.strip()) > MAX_QUESTION_CHARS:  # as `read_questions` refuses it for YAML and CSV
+        raise InputError(f"{where}: the question is {len(question.strip())} characters; "
+                         f"the limit is {MAX_QUESTION_CHARS}")
     intent = obj.get("intent")
     if isinstance(intent, Mapping):  # an `explain --json` line or a trace: the model's route is a label
         if intent.get("source") != "model":
@@ -165,21 +171,21 @@ def _row_of(obj: Mapping[str, Any], line_no: int, p: Path) -> LabelledRow | None
 
 
 def _intent(value: Any, where: str) -> str:
-    if value not in INTENTS:
+    if not isinstance(value, str) or value not in INTENTS:
         raise InputError(f"{where}: unknown intent {value!r}; use one of {', '.join(INTENTS)}")
     return str(value)
 
 
 def _language(value: Any, p: Path, row: int) -> str | None:
-    if value in (None, ""):
+    if value is None or value == "":
         return None
-    if value not in LANGUAGES:
+    if not isinstance(value, str) or value not in LANGUAGES:  # a list or a mapping is no language (nor hashable)
         raise InputError(f"{p}: row {row}: unknown language {value!r}; the policy has {', '.join(LANGUAGES)}")
     return str(value)
 
 
 def _origin(value: Any, p: Path, row: int) -> Origin:
-    if value in (None, "", "coach"):
+    if value is None or value in ("", "coach"):
         return "coach"
     if value == "model":
         return "model"
