@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
-import json
 import os
 import re
 import sys
@@ -198,13 +198,14 @@ def _show(args: argparse.Namespace, store: Any) -> int:
 
 
 def _diff(args: argparse.Namespace, store: Any) -> int:
+    from coachctx.cli import print_json
     from coachctx.policy_diff import diff_policies, render_diff
     from coachctx.store import resolve_policy
 
     a, b = resolve_policy(args.a, store), resolve_policy(args.b, store)
     diff = diff_policies(a.policy, b.policy)
     if args.json:
-        print(json.dumps({"a": a.source, "b": b.source, **diff.to_json()}, ensure_ascii=False, indent=2))
+        print_json({"a": a.source, "b": b.source, **diff.to_json()})
     else:
         print(render_diff(diff, a.source, b.source))
     return 0
@@ -224,6 +225,8 @@ _POLICY: Final = {"save": _save, "history": _history, "show": _show, "diff": _di
 
 
 def cmd_impact(args: argparse.Namespace) -> int:
+    # print_json: a Latin-1 terminal gets all-ASCII JSON, not backslash escapes JSON cannot read
+    from coachctx.cli import print_json
     from coachctx.impact import DEFAULT_ATHLETE, read_questions, render_impact, run_impact
     from coachctx.services import FixtureUpstream
     from coachctx.store import PolicyStore, looks_like_file, resolve_policy
@@ -241,11 +244,13 @@ def cmd_impact(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    report = run_impact(questions, base.policy, candidate.policy, base_name=base.source,
-                        candidate_name=candidate.source, upstream=upstream,
+    # the names are paths as typed, shown in the report's first line: one printable line each
+    questions = dataclasses.replace(questions, source=printable(questions.source))
+    report = run_impact(questions, base.policy, candidate.policy, base_name=printable(base.source),
+                        candidate_name=printable(candidate.source), upstream=upstream,
                         default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs)
     if args.json:
-        print(json.dumps(report.to_json(changed_only=args.changed_only), ensure_ascii=False, indent=2))
+        print_json(report.to_json(changed_only=args.changed_only))
     else:
         print(render_impact(report, changed_only=args.changed_only))
     return 0

@@ -128,7 +128,7 @@ def read_labelled(path: str | Path) -> list[LabelledRow]:
 
 def _jsonl_labelled(p: Path) -> list[LabelledRow]:
     text = read_text(p, MAX_FILE_BYTES, expected="a labelled log", strip_bom=True)
-    out = []
+    out: list[LabelledRow] = []
     for line_no, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
