@@ -37,7 +37,7 @@ from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy, YamlLimits, parse_yaml
 from coachctx.prompt import build_prompt, system_block
-from coachctx.reading import ReadError, check_json_value, parse_json, printable, read_text
+from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text
 from coachctx.routing import Route, clinical_terms_in, infer_scope, named_fragments_in, route
 from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.text import Tokens, tokenise
@@ -94,7 +94,7 @@ class QuestionSet:
 
 def read_questions(path: str | Path) -> QuestionSet:
     """Read a question set; the format comes from the suffix (.yaml/.yml, .jsonl/.ndjson, .csv)."""
-    p = Path(path)
+    p = file_path(path, "a question set file")
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
         raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
@@ -106,6 +106,8 @@ def read_questions(path: str | Path) -> QuestionSet:
 
 def parse_questions(text: str, fmt: str, source: str = "<questions>") -> QuestionSet:
     """Parse a question set already in memory (the app's upload). `fmt`: yaml, jsonl or csv."""
+    if not isinstance(text, str):
+        raise InputError(f"{source}: expected the question set's text, got {type(text).__name__}")
     if fmt == "yaml":
         records = _yaml_records(text, source)
     elif fmt == "jsonl":
@@ -166,7 +168,9 @@ def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
 
 
 def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
-    reader = csv.DictReader(io.StringIO(text))
+    # newline="": the csv module reads line ends itself, so a file ending lines in \r alone (old
+    # spreadsheets) reads, and a newline inside a quoted cell stays in the cell
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         header = reader.fieldnames or []
     except csv.Error as e:  # a header cell past the csv module's field limit

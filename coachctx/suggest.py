@@ -25,7 +25,7 @@ from coachctx.impact import MAX_FILE_BYTES, MAX_QUESTIONS, read_questions
 from coachctx.lint import RULES, lint_policy
 from coachctx.pipeline import MAX_QUESTION_CHARS
 from coachctx.policy import INTENTS, LANGUAGES, Policy, validate_policy
-from coachctx.reading import parse_json, read_text
+from coachctx.reading import file_path, parse_json, read_text
 from coachctx.routing import TermMatcher, is_confident, score, term_matching, vocabulary_matcher
 from coachctx.text import Tokens, script_of, stem_variants, tokenise
 
@@ -114,7 +114,7 @@ def read_labelled(path: str | Path) -> list[LabelledRow]:
     """Labelled rows from a question set (YAML like the corpus, JSONL or CSV with `question` and
     `intents`, optional `lang` and `origin`), or from `explain --json` / trace lines, whose model
     routes count as model labels. A row that cannot be read is an error naming its line."""
-    p = Path(path)
+    p = file_path(path, "a labelled log")
     if p.suffix.lower() in (".jsonl", ".ndjson"):
         return _jsonl_labelled(p)
     questions = read_questions(p)
