@@ -5,7 +5,9 @@ Where it lives
     one store). Without a URL it reads `$COACHCTX_STORE` (a URL, or a plain file path meaning
     a SQLite file), and without that it uses the SQLite file `~/.coachctx/policies.sqlite`,
     per user and outside the repository, so a `git pull` never touches saved versions. The
-    file, its directory and the tables are created on first use.
+    file, its directory and the tables are created when a store is opened to write (the default,
+    as `policy save` and the app open it); `create=False`, as every command that only reads opens
+    it, refuses a SQLite file that does not exist instead of creating an empty one.
 
 What it keeps
     A version is immutable: the policy's YAML as the coach wrote it (comments included), its
