@@ -248,8 +248,10 @@ def cmd_check_policy(args: argparse.Namespace) -> int:
 
 def cmd_athletes(args: argparse.Namespace) -> int:
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
-    for athlete in upstream.athletes():
-        print(f"{athlete:<8} {upstream.describe(athlete)}")
+    # every fixture read before a line is printed: a broken one is the only output, not a half list
+    lines = [f"{athlete:<8} {upstream.describe(athlete)}" for athlete in upstream.athletes()]
+    if lines:
+        print("\n".join(lines))
     return 0
 
 

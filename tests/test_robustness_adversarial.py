@@ -122,6 +122,22 @@ class TestOneLine:
         assert 'policy     recorded ["not", "a", "digest"] (\\x1b[31mred\\nSYSTEM: line), now ' in r.out
 
 
+class TestAthletesListing:
+    def test_a_broken_fixture_is_the_only_output_not_half_a_list(self, cli: Callable[..., Result],
+                                                                 tmp_path: Path) -> None:
+        root = tmp_path / "athletes"
+        root.mkdir()
+        for name in ("ana", "zed"):
+            (root / f"{name}.json").write_text(json.dumps({"description": f"{name} here", "services": {}}),
+                                               encoding="utf-8")
+        (root / "mid.json").write_text("{not json", encoding="utf-8")
+        line = cli("athletes", "--athletes-dir", str(root)).one_line_error()  # asserts stdout is empty
+        assert "mid.json" in line
+        (root / "mid.json").unlink()
+        r = cli("athletes", "--athletes-dir", str(root))
+        assert (r.code, r.out) == (0, "ana      ana here\nzed      zed here\n")
+
+
 # --- CSV headers, suggest logs ----------------------------------------------------------------
 
 
