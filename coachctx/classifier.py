@@ -22,6 +22,7 @@ import re
 import ssl
 import threading
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -29,6 +30,7 @@ import httpx2
 import openai
 
 from coachctx.errors import InputError
+from coachctx.reading import control_character
 from coachctx.routing import ModelAnswer
 
 DEFAULT_MODEL: Final = "gpt-4o-mini"
@@ -65,7 +67,9 @@ def parse_seconds(name: str, value: str | float | None, *, default: float, where
     if value is None or (isinstance(value, str) and not value.strip()):
         return default
     try:
-        seconds = math.nan if isinstance(value, bool) else float(value)
+        # text must be plain ASCII decimals: float() would also take `1_0` and Arabic-Indic digits
+        seconds = (math.nan if isinstance(value, bool) or (isinstance(value, str) and not _SECONDS.fullmatch(value))
+                   else float(value))
     except (TypeError, ValueError):
         seconds = math.nan
     if not math.isfinite(seconds) or not MIN_TIMEOUT_S <= seconds <= maximum:
@@ -74,16 +78,62 @@ def parse_seconds(name: str, value: str | float | None, *, default: float, where
     return seconds
 
 
+_SECONDS = re.compile(r"\s*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?\s*")
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
+"""What an API key may hold: it travels in an HTTP header, where a newline or a non-ASCII
+character would fail every call deep inside the client, reported as a connection error."""
+
+
+def _setting_text(env: Mapping[str, str], name: str) -> str | None:
+    """A text setting; empty or only whitespace means unset."""
+    value = env.get(name)
+    return value.strip() if value is not None and value.strip() else None
+
+
+def check_base_url(value: str | None, where: str = "the environment") -> str | None:
+    """OPENAI_BASE_URL as the SDK can use it: http(s), a host, a valid port. InputError otherwise,
+    as a setting: the endpoint was never asked, so its failure would be the wrong story."""
+    if value is None:
+        return None
+    problem = None
+    if control_character(value) is not None or any(ch.isspace() for ch in value):
+        bad = control_character(value)
+        problem = f"it holds the character {bad}" if bad is not None else "it holds a space"
+    else:
+        try:
+            parts = urllib.parse.urlsplit(value)
+            parts.port  # noqa: B018  # raises ValueError for a port out of range or not a number
+        except ValueError as e:
+            problem = str(e)
+        else:
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                problem = "expected http:// or https:// and a host"
+    if problem is not None:
+        raise InputError(f"OPENAI_BASE_URL={_setting(value)} (from {where}) is not a usable URL: {problem}")
+    return value
+
+
+def check_api_key(value: str | None, where: str = "the environment") -> str | None:
+    """OPENAI_API_KEY as an HTTP header can carry it; the key itself is never shown."""
+    if value is not None and not _HEADER_SAFE.fullmatch(value):
+        bad = next(ch for ch in value if not _HEADER_SAFE.fullmatch(ch))
+        raise InputError(f"OPENAI_API_KEY (from {where}) holds the character U+{ord(bad):04X}, which an HTTP "
+                         "header cannot carry (the key is not shown)")
+    return value
+
+
 def _setting(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return repr(clip(text, 40))
 
 
 def model_settings(env: Mapping[str, str] | None = None) -> dict[str, str | float | None]:
-    """The model settings from the environment, read once. A bad COACHCTX_MODEL_TIMEOUT raises InputError."""
+    """The model settings from the environment, read once. A bad COACHCTX_MODEL_TIMEOUT, OPENAI_BASE_URL
+    or OPENAI_API_KEY raises InputError; a setting of only whitespace is unset."""
     env = os.environ if env is None else env
-    return {"api_key": env.get("OPENAI_API_KEY") or None, "base_url": env.get("OPENAI_BASE_URL") or None,
-            "model": env.get("COACHCTX_MODEL") or DEFAULT_MODEL,
+    return {"api_key": check_api_key(_setting_text(env, "OPENAI_API_KEY")),
+            "base_url": check_base_url(_setting_text(env, "OPENAI_BASE_URL")),
+            "model": _setting_text(env, "COACHCTX_MODEL") or DEFAULT_MODEL,
             "timeout_s": parse_seconds("COACHCTX_MODEL_TIMEOUT", env.get("COACHCTX_MODEL_TIMEOUT"),
                                        default=DEFAULT_TIMEOUT_S)}
 

@@ -14,10 +14,11 @@ from coachctx import cli_store, cli_suggest
 from coachctx.classifier import classifier_from_env
 from coachctx.cli_store import shown, whole_number
 from coachctx.decision import Decision
-from coachctx.errors import CoachctxError, InputError
+from coachctx.errors import CoachctxError, InputError, PolicyError
 from coachctx.lint import lint_policy
 from coachctx.pipeline import COST_MODES, SCOPE_REQUESTS, select
 from coachctx.policy import DEFAULT_POLICY_PATH, MAX_BUDGET, Policy, load_policy
+from coachctx.reading import printable
 from coachctx.services import FixtureUpstream, fetch_bundle
 from coachctx.trace import json_text, make_trace, read_trace, replay, write_json_atomic
 
@@ -112,7 +113,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         print(render_text(decision, with_prompt=args.prompt))
         if args.trace_out:
-            print(f"\ntrace written to {args.trace_out}")
+            print(f"\ntrace written to {printable(args.trace_out)}")
     return 0
 
 
@@ -122,21 +123,23 @@ def render_text(d: Decision, *, with_prompt: bool = False) -> str:
     scope = d.scope["effective"] or "none"
     if d.scope["inferred_from"]:
         scope += f" (inferred from {', '.join(repr(w) for w in d.scope['inferred_from'])})"
+    # the question and the details are data: a newline or an escape sequence in them must not
+    # break the table or reach the terminal as a command
     lines = [
-        f"question   {d.question}",
+        f"question   {printable(d.question)}",
         f"athlete    {d.athlete}    scope {scope}    tier {d.tier} (budget {d.budget})",
         f"scores     {scores}",
         f"intent     {i['name']} via {i['source']}    contenders {', '.join(i['contenders'])}",
-        f"why        {i['reason']}",
+        f"why        {printable(i['reason'])}",
         "",
         f"{'fragment':<20} {'status':<9} {'role':<10} {'cost':>4}  reasons",
     ]
     for f in d.fragments:
-        reasons = "; ".join(f"{r['code']}: {r['detail']}" for r in f.reasons) or "-"
+        reasons = "; ".join(f"{r['code']}: {printable(r['detail'])}" for r in f.reasons) or "-"
         lines.append(f"{f.name:<20} {f.status:<9} {f.role:<10} {f.cost:>4}  {reasons}")
     lines.append("")
     for w in d.warnings:
-        lines.append(f"WARNING    {w}")
+        lines.append(f"WARNING    {printable(w)}")
     t = d.tokens
     lines.append(f"tokens     prompt {t['prompt']} vs naive {t['naive']} ({t['saved_pct']:g}% smaller); "
                  f"costs {t['cost_mode']}")
@@ -155,9 +158,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     "recorded_policy": trace.decision.get("policy"), "decision": result.decision.to_json()})
         return 0
     recorded = trace.decision.get("policy", {}) if isinstance(trace.decision.get("policy"), dict) else {}
-    print(f"trace      {args.trace}: {trace.inputs['question']!r} about {trace.inputs.get('athlete')}")
-    print(f"policy     recorded {recorded.get('digest')} ({recorded.get('source')}), "
-          f"now {result.decision.policy['digest']} ({source})")
+    # what the trace recorded is data from a file: shown escaped and cut, never as written
+    print(f"trace      {printable(args.trace)}: {trace.inputs['question']!r} about "
+          f"{_recorded(trace.inputs.get('athlete'))}")
+    print(f"policy     recorded {_recorded(recorded.get('digest'))} ({_recorded(recorded.get('source'))}), "
+          f"now {result.decision.policy['digest']} ({printable(source)})")
     if result.same:
         print("result     the same decision: today's policy decides exactly as recorded")
     else:
@@ -165,6 +170,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for diff in result.differences:
             print(render_difference(diff))
     return 0
+
+
+MAX_RECORDED_CHARS = 200
+
+
+def _recorded(value: Any) -> str:
+    """A value read from a trace, on one printable line of at most MAX_RECORDED_CHARS."""
+    text = printable(value if isinstance(value, str) else json_text(value, indent=None))
+    return text if len(text) <= MAX_RECORDED_CHARS else text[:MAX_RECORDED_CHARS - 3] + "..."
 
 
 def render_difference(diff: dict[str, Any]) -> str:
@@ -225,7 +239,7 @@ def print_json(obj: Any) -> None:
 
 def cmd_check_policy(args: argparse.Namespace) -> int:
     policy = load_policy(args.path)
-    print(f"{args.path}: ok (digest {policy.digest}; {len(policy.intents)} intents, "
+    print(f"{printable(args.path)}: ok (digest {policy.digest}; {len(policy.intents)} intents, "
           f"{sum(len(t) for v in policy.vocabulary.values() for t in v.values())} terms)")
     for finding in lint_policy(policy):  # advice, not failure: the file is valid
         print(f"warning: {finding}")
@@ -234,8 +248,10 @@ def cmd_check_policy(args: argparse.Namespace) -> int:
 
 def cmd_athletes(args: argparse.Namespace) -> int:
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
-    for athlete in upstream.athletes():
-        print(f"{athlete:<8} {upstream.describe(athlete)}")
+    # every fixture read before a line is printed: a broken one is the only output, not a half list
+    lines = [f"{athlete:<8} {upstream.describe(athlete)}" for athlete in upstream.athletes()]
+    if lines:
+        print("\n".join(lines))
     return 0
 
 
@@ -261,6 +277,16 @@ def _check_arguments(args: argparse.Namespace) -> None:
             raise InputError(f"argument {shown(value)} is not valid UTF-8 text")
 
 
+def error_text(e: CoachctxError) -> str:
+    """The error as stderr shows it: one line, or one line per problem of a policy with several.
+    A path or a value in it may hold a newline or an escape sequence (`check-policy $'a\\nb'`):
+    written as escapes, so a line is still one line and nothing reaches the terminal as a command."""
+    if isinstance(e, PolicyError) and len(e.problems) > 1:
+        return "\n".join(["invalid policy", *(printable(f"{e.source}: {where}: {problem}" if where else
+                                                         f"{e.source}: {problem}") for where, problem in e.problems)])
+    return printable(str(e))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
@@ -270,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows up here, inside the try, not at interpreter exit
         return code
     except CoachctxError as e:
-        print(f"coachctx: {e}", file=sys.stderr)
+        print(f"coachctx: {error_text(e)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # the reader went away (`coachctx ... | head`): not an error, and nothing left to say
@@ -278,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
-        print(f"coachctx: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"coachctx: {printable(where + str(e.strerror or e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
-import json
 import os
 import re
 import sys
@@ -142,9 +142,20 @@ def _one_line(text: str) -> str:
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
-    from coachctx.store import PolicyStore
+    from coachctx.store import MissingStoreError, PolicyStore, default_store_url, looks_like_file
 
-    with PolicyStore(_store_url(args.store)) as store:
+    if args.policy_command == "diff" and looks_like_file(args.a) and looks_like_file(args.b):
+        return _diff(args, None)  # two files: no store is opened, so none is created
+    try:
+        # only a save creates the store: a read of a mistyped --store must leave nothing behind
+        store = PolicyStore(_store_url(args.store), create=args.policy_command == "save")
+    except MissingStoreError:
+        if args.policy_command != "history" or args.label is not None:
+            raise
+        print(f"no versions yet in {printable(_store_url(args.store) or default_store_url())}; save one with "
+              "`coachctx policy save FILE -m MESSAGE`")
+        return 0
+    with store:
         return _POLICY[args.policy_command](args, store)
 
 
@@ -195,13 +206,14 @@ def _show(args: argparse.Namespace, store: Any) -> int:
 
 
 def _diff(args: argparse.Namespace, store: Any) -> int:
+    from coachctx.cli import print_json
     from coachctx.policy_diff import diff_policies, render_diff
     from coachctx.store import resolve_policy
 
     a, b = resolve_policy(args.a, store), resolve_policy(args.b, store)
     diff = diff_policies(a.policy, b.policy)
     if args.json:
-        print(json.dumps({"a": a.source, "b": b.source, **diff.to_json()}, ensure_ascii=False, indent=2))
+        print_json({"a": a.source, "b": b.source, **diff.to_json()})
     else:
         print(render_diff(diff, a.source, b.source))
     return 0
@@ -221,6 +233,8 @@ _POLICY: Final = {"save": _save, "history": _history, "show": _show, "diff": _di
 
 
 def cmd_impact(args: argparse.Namespace) -> int:
+    # print_json: a Latin-1 terminal gets all-ASCII JSON, not backslash escapes JSON cannot read
+    from coachctx.cli import print_json
     from coachctx.impact import DEFAULT_ATHLETE, read_questions, render_impact, run_impact
     from coachctx.services import FixtureUpstream
     from coachctx.store import PolicyStore, looks_like_file, resolve_policy
@@ -237,26 +251,29 @@ def cmd_impact(args: argparse.Namespace) -> int:
     questions = read_questions(args.questions) if args.engine == "local" else None
     store = None
     if not (looks_like_file(args.base) and looks_like_file(args.candidate)):
-        store = PolicyStore(_store_url(args.store))
+        store = PolicyStore(_store_url(args.store), create=False)
     try:
         base = resolve_policy(args.base, store)
         candidate = resolve_policy(args.candidate, store)
     finally:
         if store is not None:
             store.close()
+    # the names are paths as typed, shown in the report's first line: one printable line each
+    base_name, candidate_name = printable(base.source), printable(candidate.source)
     if questions is None:
         from coachctx.impact_dask import run_impact_dask
 
         report = run_impact_dask(args.questions, base.policy, candidate.policy, scheduler=args.scheduler,
-                                 base_name=base.source, candidate_name=candidate.source, upstream=upstream,
+                                 base_name=base_name, candidate_name=candidate_name, upstream=upstream,
                                  default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs,
                                  changed_only=args.changed_only)
     else:
-        report = run_impact(questions, base.policy, candidate.policy, base_name=base.source,
-                            candidate_name=candidate.source, upstream=upstream,
+        questions = dataclasses.replace(questions, source=printable(questions.source))
+        report = run_impact(questions, base.policy, candidate.policy, base_name=base_name,
+                            candidate_name=candidate_name, upstream=upstream,
                             default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs, jobs=args.jobs)
     if args.json:
-        print(json.dumps(report.to_json(changed_only=args.changed_only), ensure_ascii=False, indent=2))
+        print_json(report.to_json(changed_only=args.changed_only))
     else:
         print(render_impact(report, changed_only=args.changed_only))
     return 0

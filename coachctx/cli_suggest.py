@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any, Final
 
 from coachctx.cli_store import add_policy_version_args
+from coachctx.reading import printable
 
 MAX_SUGGESTIONS: Final = 200
 
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
-    from coachctx.cli import _policy_for
+    from coachctx.cli import _policy_for, print_json
     from coachctx.suggest import read_labelled, suggest
 
     policy, source, _ = _policy_for(args)
@@ -37,10 +37,9 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     found = suggest(rows, policy, limit=args.max)
     by_row = {r.row: r for r in rows}
     if args.json:
-        print(json.dumps({"policy": source, "rows": len(rows), "suggestions": [s.to_json(by_row) for s in found]},
-                         ensure_ascii=False, indent=2))
+        print_json({"policy": source, "rows": len(rows), "suggestions": [s.to_json(by_row) for s in found]})
         return 0
-    print(f"{len(found)} suggestion(s) for {source} from {len(rows)} labelled row(s) in {args.log} "
+    print(f"{len(found)} suggestion(s) for {printable(source)} from {len(rows)} labelled row(s) in {printable(args.log)} "
           "(measured without a model; gain = rows fixed - rows broken + 0.1 x rows moved to the rules; "
           "a model's label counts half)")
     for rank, s in enumerate(found, 1):

@@ -40,7 +40,7 @@ from coachctx.fragments import FRAGMENT_NAMES
 from coachctx.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, plan_for
 from coachctx.policy import INTENTS, Policy, YamlLimits, parse_yaml
 from coachctx.prompt import build_prompt, chat_tokens, system_block
-from coachctx.reading import ReadError, check_json_value, parse_json, read_text
+from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text
 from coachctx.routing import (
     Route,
     clinical_matcher,
@@ -108,7 +108,7 @@ class QuestionSet:
 
 def read_questions(path: str | Path) -> QuestionSet:
     """Read a question set; the format comes from the suffix (.yaml/.yml, .jsonl/.ndjson, .csv)."""
-    p = Path(path)
+    p = file_path(path, "a question set file")
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
         raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
@@ -120,6 +120,8 @@ def read_questions(path: str | Path) -> QuestionSet:
 
 def parse_questions(text: str, fmt: str, source: str = "<questions>") -> QuestionSet:
     """Parse a question set already in memory (the app's upload). `fmt`: yaml, jsonl or csv."""
+    if not isinstance(text, str):
+        raise InputError(f"{source}: expected the question set's text, got {type(text).__name__}")
     if fmt == "yaml":
         records = _yaml_records(text, source)
     elif fmt == "jsonl":
@@ -180,11 +182,19 @@ def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
 
 
 def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
-    reader = csv.DictReader(io.StringIO(text))
-    columns = [c.strip().casefold() for c in reader.fieldnames or []]
+    # newline="": the csv module reads line ends itself, so a file ending lines in \r alone (old
+    # spreadsheets) reads, and a newline inside a quoted cell stays in the cell
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as e:  # a header cell past the csv module's field limit
+        raise InputError(f"{source}: not valid CSV in the header ({e})") from e
+    columns = [c.strip().casefold() for c in header]
     if "question" not in columns and "q" not in columns:
+        # the header is data: a quoted newline or 100 kB in it must not make the error span lines
+        shown = printable(", ".join(header)) or "nothing"
         raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
-                         f"{', '.join(reader.fieldnames or []) or 'nothing'}")
+                         f"{shown if len(shown) <= 200 else shown[:197] + '...'}")
     try:
         for i, record in enumerate(reader, 1):
             yield i, {(k or "").strip().casefold(): v for k, v in record.items()}

@@ -31,7 +31,7 @@ from pydantic import (
 
 from coachctx.errors import PolicyError
 from coachctx.fragments import FRAGMENT_NAMES
-from coachctx.reading import ReadError, control_character, printable, read_text
+from coachctx.reading import ReadError, control_character, decode_utf8, file_path, printable, read_text
 from coachctx.text import fold_accents
 
 _T = TypeVar("_T")
@@ -557,12 +557,22 @@ def validate_policy(data: Any, source: str = "<draft>") -> Policy:
 
 
 def parse_policy(text: str, source: str = "<draft>") -> Policy:
+    if isinstance(text, bytes | bytearray):  # an upload as it arrived: strict UTF-8, like a file
+        try:
+            text = decode_utf8(bytes(text), source)
+        except ReadError as e:
+            raise PolicyError(source, [(e.where, e.problem)]) from e
+    if not isinstance(text, str):
+        raise PolicyError(source, [("", f"expected the policy's YAML text, got {type(text).__name__}")])
     return validate_policy(parse_yaml(text, source), source)
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
     """Read and validate a policy file (the checked-in default when `path` is None)."""
-    p = Path(path) if path is not None else DEFAULT_POLICY_PATH
+    try:
+        p = file_path(path, "a YAML file") if path is not None else DEFAULT_POLICY_PATH
+    except ReadError as e:
+        raise PolicyError(e.source, [(e.where, e.problem)]) from e
     return parse_policy(read_policy_text(p), str(p))
 
 

@@ -61,6 +61,14 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def file_path(path: Any, expected: str = "a file") -> Path:
+    """`path` as a Path, or `ReadError` when it is not one: `Path(None)` or `Path(3)` would raise a
+    TypeError naming no file, and a library caller deserves the same one line the CLI gets."""
+    if isinstance(path, str | os.PathLike) and not isinstance(os.fspath(path), bytes):
+        return Path(path)
+    raise ReadError(f"<{type(path).__name__}>", f"expected the path of {expected}, got {printable(repr(path))[:60]}")
+
+
 def read_bytes(path: str | Path, limit: int, *, expected: str = "a file") -> bytes:
     """The file's bytes, refusing anything but a regular file and anything over `limit` bytes.
 
@@ -68,7 +76,7 @@ def read_bytes(path: str | Path, limit: int, *, expected: str = "a file") -> byt
     hanging in `open()`; its type is checked on the open descriptor, so a symlink swapped in
     between a check and the read cannot slip through; and the size is counted as it is read.
     """
-    p = Path(path)
+    p = file_path(path, expected)
     source = str(p)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:

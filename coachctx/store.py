@@ -5,7 +5,9 @@ Where it lives
     one store). Without a URL it reads `$COACHCTX_STORE` (a URL, or a plain file path meaning
     a SQLite file), and without that it uses the SQLite file `~/.coachctx/policies.sqlite`,
     per user and outside the repository, so a `git pull` never touches saved versions. The
-    file, its directory and the tables are created on first use.
+    file, its directory and the tables are created when a store is opened to write (the default,
+    as `policy save` and the app open it); `create=False`, as every command that only reads opens
+    it, refuses a SQLite file that does not exist instead of creating an empty one.
 
 What it keeps
     A version is immutable: the policy's YAML as the coach wrote it (comments included), its
@@ -59,6 +61,10 @@ VERSION_LIKE: Final = re.compile(r"^v\d+$")
 
 class StoreError(CoachctxError):
     """The policy store refused an operation or could not be used."""
+
+
+class MissingStoreError(StoreError):
+    """A SQLite store file that does not exist, opened only to read: it is not created."""
 
 
 class UnknownVersionError(StoreError):
@@ -222,8 +228,14 @@ def strip_header(text: str) -> str:
 class PolicyStore:
     """Versions and labels in one SQL database. Safe to share between processes."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
+        """`create=False` opens an existing store only: a SQLite file that does not exist is
+        `MissingStoreError`, and nothing is written (for commands that only read)."""
         self.url = url if url is not None else default_store_url()
+        bad = control_character(self.url)
+        if bad is not None:  # a lone surrogate (bytes that were not UTF-8) or a newline: no URL holds one
+            raise StoreError(f"store URL {printable(self.url)[:200]!r} holds the character {bad}, which no "
+                             "database URL or file name here may hold")
         try:
             parsed = sa.engine.make_url(self.url)
         except (SQLAlchemyError, ValueError) as e:
@@ -231,10 +243,11 @@ class PolicyStore:
         self.display_url = parsed.render_as_string(hide_password=True)
         self._sqlite = parsed.get_backend_name() == "sqlite"
         if self._sqlite and parsed.database not in (None, "", ":memory:"):
-            _check_sqlite_file(Path(parsed.database).expanduser())
+            _check_sqlite_file(Path(parsed.database).expanduser(), create=create)
         try:
             self.engine: Engine = sa.create_engine(parsed)
-        except (SQLAlchemyError, ImportError) as e:
+        except (SQLAlchemyError, ImportError, ValueError, TypeError) as e:
+            # ValueError, TypeError: a query argument the driver cannot take (`?timeout=abc`)
             raise StoreError(f"cannot use store {self.display_url}: {e}") from e
         if self._sqlite:
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -454,16 +467,24 @@ ACCEPTED_STORES: Final = ("a SQLite file in an existing directory (a path, or sq
                           "such as postgresql://user@host/db")
 
 
-def _check_sqlite_file(path: Path) -> None:
+def _check_sqlite_file(path: Path, *, create: bool = True) -> None:
     """Only the per-user default's directory is created; any other path must be in a directory that
     exists (a typo in --store must not leave a tree of directories behind), and must be a file
-    if it exists (SQLite would block forever on a FIFO)."""
+    if it exists (SQLite would block forever on a FIFO). Without `create`, the file must exist:
+    SQLite would create an empty one on connecting, and a read must leave nothing behind."""
     default = DEFAULT_STORE_FILE.expanduser()
     if path == default:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if create:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # HOME unwritable, or a file where the directory should be
+                raise StoreError(f"store {path}: cannot create {path.parent}: {e.strerror or e}") from e
     elif not path.parent.is_dir():
         raise StoreError(f"store {path}: the directory {path.parent} does not exist, and coachctx creates no "
                          f"directories but its default ({default.parent}); use {ACCEPTED_STORES}")
+    if not create and not path.exists():
+        raise MissingStoreError(f"store {path} does not exist: nothing has been saved there yet (save a "
+                                "version with `coachctx policy save FILE -m MESSAGE`)")
     if path.exists() and not path.is_file():
         raise StoreError(f"store {path} is not a regular file; use {ACCEPTED_STORES}")
 
@@ -534,7 +555,7 @@ def resolve_policy(ref: str, store: PolicyStore | str | None = None) -> PolicyRe
     if isinstance(store, PolicyStore):
         version = store.resolve(ref)
     else:
-        with PolicyStore(store) as opened:
+        with PolicyStore(store, create=False) as opened:
             version = opened.resolve(ref)
     label = None if _VERSION_REF.match(ref.strip()) else ref
     return PolicyRef(version.policy(), f"store:{label or f'v{version.number}'}", version.number)

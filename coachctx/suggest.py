@@ -21,10 +21,11 @@ from typing import Any, Final, Literal
 
 from coachctx.common_words import function_words
 from coachctx.errors import InputError
-from coachctx.impact import MAX_FILE_BYTES, read_questions
+from coachctx.impact import MAX_FILE_BYTES, MAX_QUESTIONS, read_questions
 from coachctx.lint import RULES, lint_policy
+from coachctx.pipeline import MAX_QUESTION_CHARS
 from coachctx.policy import INTENTS, LANGUAGES, Policy, validate_policy
-from coachctx.reading import parse_json, read_text
+from coachctx.reading import file_path, parse_json, read_text
 from coachctx.routing import TermMatcher, is_confident, score, term_matching, vocabulary_matcher
 from coachctx.text import Tokens, script_of, stem_variants, tokenise
 
@@ -113,7 +114,7 @@ def read_labelled(path: str | Path) -> list[LabelledRow]:
     """Labelled rows from a question set (YAML like the corpus, JSONL or CSV with `question` and
     `intents`, optional `lang` and `origin`), or from `explain --json` / trace lines, whose model
     routes count as model labels. A row that cannot be read is an error naming its line."""
-    p = Path(path)
+    p = file_path(path, "a labelled log")
     if p.suffix.lower() in (".jsonl", ".ndjson"):
         return _jsonl_labelled(p)
     questions = read_questions(p)
@@ -127,7 +128,7 @@ def read_labelled(path: str | Path) -> list[LabelledRow]:
 
 def _jsonl_labelled(p: Path) -> list[LabelledRow]:
     text = read_text(p, MAX_FILE_BYTES, expected="a labelled log", strip_bom=True)
-    out = []
+    out: list[LabelledRow] = []
     for line_no, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
@@ -136,6 +137,8 @@ def _jsonl_labelled(p: Path) -> list[LabelledRow]:
             raise InputError(f"{p}: line {line_no}: expected a JSON object, got {type(obj).__name__}")
         row = _row_of(obj, line_no, p)
         if row is not None:
+            if len(out) >= MAX_QUESTIONS:
+                raise InputError(f"{p}: more than {MAX_QUESTIONS} labelled rows; split the log")
             out.append(row)
     return _non_empty(out, p)
 
@@ -145,6 +148,9 @@ def _row_of(obj: Mapping[str, Any], line_no: int, p: Path) -> LabelledRow | None
     question = obj.get("question", obj.get("q"))
     if not isinstance(question, str) or not question.strip():
         raise InputError(f"{where}: no question")
+    if len(question.strip()) > MAX_QUESTION_CHARS:  # as `read_questions` refuses it for YAML and CSV
+        raise InputError(f"{where}: the question is {len(question.strip())} characters; "
+                         f"the limit is {MAX_QUESTION_CHARS}")
     intent = obj.get("intent")
     if isinstance(intent, Mapping):  # an `explain --json` line or a trace: the model's route is a label
         if intent.get("source") != "model":
@@ -165,21 +171,21 @@ def _row_of(obj: Mapping[str, Any], line_no: int, p: Path) -> LabelledRow | None
 
 
 def _intent(value: Any, where: str) -> str:
-    if value not in INTENTS:
+    if not isinstance(value, str) or value not in INTENTS:
         raise InputError(f"{where}: unknown intent {value!r}; use one of {', '.join(INTENTS)}")
     return str(value)
 
 
 def _language(value: Any, p: Path, row: int) -> str | None:
-    if value in (None, ""):
+    if value is None or value == "":
         return None
-    if value not in LANGUAGES:
+    if not isinstance(value, str) or value not in LANGUAGES:  # a list or a mapping is no language (nor hashable)
         raise InputError(f"{p}: row {row}: unknown language {value!r}; the policy has {', '.join(LANGUAGES)}")
     return str(value)
 
 
 def _origin(value: Any, p: Path, row: int) -> Origin:
-    if value in (None, "", "coach"):
+    if value is None or value in ("", "coach"):
         return "coach"
     if value == "model":
         return "model"

@@ -18,7 +18,7 @@ from coachctx.decision import Decision
 from coachctx.errors import InputError, TraceError
 from coachctx.pipeline import select
 from coachctx.policy import MAX_BUDGET, Policy
-from coachctx.reading import ReadError, control_character, parse_json, read_bytes
+from coachctx.reading import ReadError, control_character, decode_utf8, parse_json, read_bytes
 from coachctx.routing import ModelAnswer
 from coachctx.services import Bundle
 
@@ -163,11 +163,17 @@ class Trace:
 
 def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
     """A trace from its JSON (text, or bytes as uploaded): strict JSON (`reading.parse_json`),
-    then the shape replay needs, every input checked as `select()` would take it."""
+    then the shape replay needs, every input checked as `select()` would take it. A UTF-8 byte
+    order mark (a trace saved by a Windows editor) is skipped."""
+    if isinstance(text, bytearray):
+        text = bytes(text)
+    if not isinstance(text, str | bytes):
+        raise TraceError(f"{source}: expected the trace's JSON text, got {type(text).__name__}")
     if len(text) > MAX_TRACE_BYTES:
         raise TraceError(f"{source}: trace is larger than {MAX_TRACE_BYTES} bytes")
     try:
-        obj = parse_json(text, source)
+        obj = parse_json(decode_utf8(text, source, strip_bom=True) if isinstance(text, bytes)
+                         else text.removeprefix("\ufeff"), source)
     except ReadError as e:
         raise TraceError(str(e)) from e
     if not isinstance(obj, Mapping):

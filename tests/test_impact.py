@@ -225,6 +225,7 @@ class TestCommand:
     def test_bad_input_exits_2_with_one_line(self, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                              argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.chdir(ROOT)
+        PolicyStore(f"sqlite:///{tmp_path}/s.sqlite").close()  # empty, not missing: a missing store is refused first
         code = main([*argv, "--store", f"sqlite:///{tmp_path}/s.sqlite"])
         out, err = capsys.readouterr()
         assert (code, out) == (2, "")

@@ -365,6 +365,7 @@ class TestPolicyCommands:
     ])
     def test_bad_input_exits_2_with_one_line(self, url: str, capsys: pytest.CaptureFixture[str], argv: list[str],
                                              message: str) -> None:
+        PolicyStore(url).close()  # an empty store: one that does not exist is refused before these checks
         code, out, err = run(capsys, *argv, "--store", url)
         assert code == 2 and out == ""
         assert len(err.splitlines()) == 1
