@@ -56,6 +56,17 @@ def check_question(question: str) -> str:
     return stripped
 
 
+def _check_types(bundle: object, policy: object, **names: object) -> None:
+    """Arguments of the wrong kind are refused by name, not met by a TypeError deep inside."""
+    if not isinstance(bundle, Bundle):
+        raise InputError(f"bundle must be a coachctx Bundle (fetch_bundle), got {type(bundle).__name__}")
+    if not isinstance(policy, Policy):
+        raise InputError(f"policy must be a coachctx Policy (load_policy), got {type(policy).__name__}")
+    for name, value in names.items():
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be text, got {type(value).__name__}")
+
+
 def resolve_budget(policy: Policy, tier: str, budget: int | None) -> int:
     if budget is not None:
         if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
@@ -90,6 +101,7 @@ def select(
     decision would count) out: `tokens.naive`, `tokens.saved_pct` and `prompt.naive_messages` are None.
     """
     question = check_question(question)
+    _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode)
     if scope not in SCOPE_REQUESTS:
         raise InputError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
     if cost_mode not in COST_MODES:

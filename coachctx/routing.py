@@ -605,6 +605,9 @@ def route(question: str | Tokens, policy: Policy, classifier: Classifier | None)
         answer = classifier(question.raw if isinstance(question, Tokens) else question, INTENTS)
     except Exception as e:  # the classifier contract says it must not raise; stay safe anyway
         answer = ModelAnswer(raw=None, latency_ms=(time.perf_counter() - started) * 1000, error=repr(e))
+    if not isinstance(answer, ModelAnswer):  # nor answer anything but a ModelAnswer
+        answer = ModelAnswer(raw=None, latency_ms=(time.perf_counter() - started) * 1000,
+                             error=f"the classifier returned {type(answer).__name__}, not a ModelAnswer")
     label = clean_label(answer.raw, INTENTS) if answer.error is None else None
     model = dict(model_raw=answer.raw, model_latency_ms=round(answer.latency_ms, 1), model_label=label)
     if label is None:

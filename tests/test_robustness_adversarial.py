@@ -352,3 +352,41 @@ class TestLibraryArguments:
         assert parse_trace("\ufeff" + data.decode("utf-8")).inputs["question"] == PAIN
         r = cli("replay", "t.json")
         assert r.code == 0 and "exactly as recorded" in r.out
+
+
+class TestLibraryArgumentsOfTheWrongKind:
+    """`select()` refuses arguments of the wrong kind by name, and a classifier that breaks its
+    contract (answers something other than a ModelAnswer) is a model error, not a crash."""
+
+    @pytest.mark.timeout(20)
+    @pytest.mark.parametrize(("which", "message"), [
+        ("bundle", r"^bundle must be a coachctx Bundle \(fetch_bundle\), got NoneType$"),
+        ("policy", r"^policy must be a coachctx Policy \(load_policy\), got dict$"),
+        ("tier", r"^tier must be text, got list$"),
+        ("scope", r"^scope must be text, got dict$"),
+    ])
+    def test_wrong_kinds_are_refused_by_name(self, which: str, message: str) -> None:
+        from coachctx.pipeline import select
+        from coachctx.services import FixtureUpstream, fetch_bundle
+
+        args: dict[str, Any] = {"bundle": fetch_bundle(FixtureUpstream(), "maya"), "policy": load_policy()}
+        extra: dict[str, Any] = {}
+        if which == "bundle":
+            args["bundle"] = None
+        elif which == "policy":
+            args["policy"] = {}
+        else:
+            extra[which] = ["paid"] if which == "tier" else {}
+        with pytest.raises(InputError, match=message):
+            select("knee pain", args["bundle"], args["policy"], **extra)
+
+    @pytest.mark.timeout(20)
+    @pytest.mark.parametrize("answer", ["injury", None, 3])
+    def test_a_classifier_answering_the_wrong_kind_is_a_model_error(self, answer: Any) -> None:
+        from coachctx.pipeline import select
+        from coachctx.services import FixtureUpstream, fetch_bundle
+
+        d = select("hm, not sure", fetch_bundle(FixtureUpstream(), "maya"), load_policy(),
+                   classifier=lambda q, intents: answer)
+        assert d.intent["source"] == "fallback" and d.intent["fallback_reason"] == "model_error"
+        assert "not a ModelAnswer" in d.intent["reason"]
