@@ -495,7 +495,7 @@ def write_draft(path: tuple[str | int, ...], value: Any) -> bool:
     ss = st.session_state
     try:
         ss["policy_yaml"] = pg.edit_draft_text(ss["policy_yaml"], path, value)
-    except PolicyError as e:
+    except CoachctxError as e:  # a draft the form cannot edit (it does not parse, or has a list where a mapping goes)
         set_editor_status(pg.EditFeedback("warning", f"Not changed: {e}"))
         return False
     return True

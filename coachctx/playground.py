@@ -596,13 +596,18 @@ def with_setting(data: Mapping[str, Any], path: Sequence[str | int], value: Any)
     """A deep copy of `data` with the value at `path` replaced (missing mappings are created)."""
     out = copy.deepcopy(dict(data))
     node: Any = out
-    for part in path[:-1]:
-        if isinstance(node, dict):
-            if not isinstance(node.get(part), dict | list):
-                node[part] = {}
-            node = node[part]
-        else:
-            node = node[part]
+    for part, after in zip(path[:-1], path[1:], strict=True):
+        # a draft can hold anything (`intents: [training]`): what the path cannot go through is
+        # replaced by the mapping the form edits, and the policy's validation speaks about the rest
+        wanted = list if isinstance(after, int) else dict
+        if isinstance(node, list) and not (isinstance(part, int) and -len(node) <= part < len(node)):
+            raise InputError(f"the draft has no item {part!r} at {'.'.join(map(str, path))}")
+        child = node[part] if isinstance(node, list) and isinstance(part, int) else node.get(part)
+        if not isinstance(child, wanted) or (isinstance(after, int) and not -len(child) <= after < len(child)):
+            if wanted is list:
+                raise InputError(f"the draft has no item {after!r} at {'.'.join(map(str, path))}")
+            child = node[part] = {}
+        node = child
     node[path[-1]] = value
     return out
 

@@ -837,6 +837,12 @@ class TestSlowReplyStream:
 
 
 class TestHelpers:
+    def test_a_form_edit_goes_through_a_draft_holding_a_list_where_a_mapping_goes(self) -> None:
+        assert pg.with_setting({"intents": ["training"]}, ("intents", "training", "max_words"), 100) == \
+            {"intents": {"training": {"max_words": 100}}}
+        with pytest.raises(InputError, match=r"no item 5 at intents\.training\.primary\.5"):
+            pg.with_setting({"intents": {"training": {"primary": ["a"]}}}, ("intents", "training", "primary", 5), "b")
+
     def test_describe_path_speaks_the_coach_s_language(self) -> None:
         assert pg.describe_path("intents.injury.primary[1]") == "intent injury → primary list → item 2"
         assert pg.describe_path("vocabulary.training.en.pain") == "vocabulary of training → language en → term 'pain'"
