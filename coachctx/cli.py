@@ -26,6 +26,11 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # no abbreviations: `--trace y.json` must not quietly mean `--trace-out y.json` and write a file
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"coachctx: {message} (see `coachctx --help`)\n")
 

@@ -390,3 +390,12 @@ class TestLibraryArgumentsOfTheWrongKind:
                    classifier=lambda q, intents: answer)
         assert d.intent["source"] == "fallback" and d.intent["fallback_reason"] == "model_error"
         assert "not a ModelAnswer" in d.intent["reason"]
+
+
+@pytest.mark.timeout(20)
+def test_an_abbreviated_option_is_refused_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "y.json"
+    with pytest.raises(SystemExit) as e:
+        main(["explain", "knee pain", "--athlete", "maya", "--trace", str(target)])
+    assert e.value.code == 2 and "unrecognized arguments: --trace" in capsys.readouterr().err
+    assert not target.exists()
