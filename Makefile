@@ -16,7 +16,7 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/activate
 	touch $@
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,dask]'
 	touch $@ $(VENV)/.installed-run
 
 ## run: install, then start the Streamlit playground on http://localhost:$(PORT)
