@@ -39,6 +39,8 @@ from coachctx.classifier import (
     ModelLoop,
     async_client,
     cause,
+    check_api_key,
+    check_base_url,
     clip,
     model_text,
     parse_seconds,
@@ -1305,8 +1307,9 @@ def _seconds(name: str, picked: tuple[str | None, str | None], default: float, m
 def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None,
                          typed_key: str | None = None) -> ModelConfig | None:
     """A key typed for this session wins, then the environment, then `.streamlit/secrets.toml`.
-    None when neither a key nor a base URL is configured anywhere. Never raises: a timeout
-    setting that is not a usable number of seconds becomes the config's `problem`."""
+    None when neither a key nor a base URL is configured anywhere. Never raises: a key an HTTP header
+    cannot carry, a base URL the SDK cannot use or a timeout that is not a usable number of seconds
+    becomes the config's `problem`, checked as the CLI checks it."""
     env = os.environ if env is None else env
     secrets = secrets or {}
 
@@ -1327,6 +1330,11 @@ def resolve_model_config(env: Mapping[str, str] | None = None, secrets: Mapping[
     model, _ = pick("COACHCTX_MODEL")
     sources = list(dict.fromkeys(s for s in (key_source, url_source) if s))
     problems: list[str] = []
+    for check, value, where in ((check_api_key, api_key, key_source), (check_base_url, base_url, url_source)):
+        try:
+            check(value, where or "the settings")
+        except InputError as e:
+            problems.append(str(e))
     timeout = _seconds("COACHCTX_MODEL_TIMEOUT", pick("COACHCTX_MODEL_TIMEOUT"), DEFAULT_TIMEOUT_S,
                        MAX_TIMEOUT_S, problems)
     silence = _seconds("COACHCTX_REPLY_TIMEOUT", pick("COACHCTX_REPLY_TIMEOUT"), REPLY_TIMEOUT_S,

@@ -394,6 +394,22 @@ class TestTimeoutSetting:
         assert server.requests == []  # nothing was sent to a misconfigured model
 
 
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize(("env", "secrets", "refused"), [
+        ({"OPENAI_BASE_URL": "ftp://models.example"}, {}, "OPENAI_BASE_URL='ftp://models.example' (from the environment)"),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:99999"}, {}, "OPENAI_BASE_URL='http://127.0.0.1:99999'"),
+        ({}, {"OPENAI_BASE_URL": "http://host name"}, "OPENAI_BASE_URL='http://host name' (from .streamlit/secrets"),
+        ({"OPENAI_API_KEY": "sk-\u00e9t\u00e9"}, {}, "OPENAI_API_KEY (from the environment) holds the character U+00E9"),
+        ({}, {"OPENAI_API_KEY": "sk-a\nb"}, "OPENAI_API_KEY (from .streamlit/secrets.toml) holds the character U+000A"),
+    ], ids=["url_scheme", "url_port", "url_space", "env_key_accent", "secrets_key_newline"])
+    def test_the_playground_checks_the_url_and_key_as_the_cli_does(
+            self, env: dict[str, str], secrets: dict[str, Any], refused: str) -> None:
+        config = pg.resolve_model_config(env, secrets)
+        assert config is not None and config.problem is not None and config.problem.startswith(refused)
+        with pytest.raises(InputError, match="^OPENAI_"):
+            config.check()
+
+
 class TestTimeoutSettingInThePlayground:
     @pytest.mark.timeout(120)
     def test_the_page_names_the_refused_setting_instead_of_calling_the_model(
