@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from coachctx.common_words import common_words
+from coachctx.common_words import common_words, everyday_languages, question_language
 from coachctx.policy import EXACT_MARK, INTENTS, LANGUAGES, Policy
 from coachctx.text import WHOLE_WORD, Tokens, script_of, stem, stem_variants, tokenise
 
@@ -63,6 +63,7 @@ class _Term:
     label: str
     term: str
     weight: float
+    language: str = ""
 
 
 def _keys(word: str, algorithm: str) -> frozenset[str]:
@@ -158,7 +159,7 @@ class TermMatcher:
         for label, by_language in table.items():
             for language, terms in by_language.items():
                 for term, weight in terms.items():
-                    entry = _Term(label, term, float(weight))
+                    entry = _Term(label, term, float(weight), language)
                     filed = filed_under(term, language)
                     if filed and filed[0][0] == "stemmed" and len(filed[0][2]) == 1:
                         word = tokenise(term_matching(term, language)[0]).words[0]
@@ -281,9 +282,12 @@ class TermMatcher:
         found: dict[tuple[str, str], _Term] = {}
         at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
         words = tokens.words
+        own = question_language(words)
 
         def add(entries: tuple[_Term, ...], i: int, n: int) -> None:
             for entry in entries:
+                if own is not None and _false_friend(entry, own, words[i:i + n]):
+                    continue
                 # the same words met through two languages' terms ("train" and Dutch
                 # "trainen") are one piece of evidence: the heavier term counts
                 other = at_span.get((entry.label, i, n))
@@ -347,7 +351,7 @@ class TermMatcher:
                     for entry in self.prefix_index.get(w[:k], ()):
                         found.setdefault((entry.label, entry.term), entry)
         terms_found: set[str] | None = None
-        for _, readings in unknown:
+        for i, readings in unknown:
             if terms_found is None:
                 terms_found = {e.term for e in found.values()}
             # a word the table does not know counts once per intent, as its heaviest reading:
@@ -357,7 +361,8 @@ class TermMatcher:
                 if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
                     best[entry.label] = (base, entry)
             for base, entry in best.values():
-                found.setdefault((entry.label, base), entry)
+                if own is None or not _false_friend(entry, own, words[i:i + 1]):
+                    found.setdefault((entry.label, base), entry)
         return list(found.values())
 
     def _readings(self, word: str) -> tuple[tuple[str, _Term], ...]:
@@ -390,7 +395,7 @@ class TermMatcher:
                 for entries in (next((e for e in heads if e), ()), next((e for e in modifiers if e), ())):
                     for e in entries:
                         parts.setdefault((e.label, e.term), _Term(
-                            e.label, f"{e.term} (part of: {word})", round(e.weight * PART_FACTOR, 6)))
+                            e.label, f"{e.term} (part of: {word})", round(e.weight * PART_FACTOR, 6), e.language))
         if "arabic" in self.stemmed and script_of(word[0]) == "Arabic":
             for e in self._unclitic(word):
                 parts.setdefault((e.label, e.term), e)
@@ -408,7 +413,7 @@ class TermMatcher:
             if word.startswith(clitic) and len(rest) >= 3:
                 entries = table.get((stem(rest, "arabic"),))
                 if entries:
-                    return tuple(_Term(e.label, f"{e.term} (part of: {word})", e.weight) for e in entries)
+                    return tuple(_Term(e.label, f"{e.term} (part of: {word})", e.weight, e.language) for e in entries)
         return ()
 
     def _fuzzy_window(self, length: int, limit: int) -> list[str]:
@@ -433,11 +438,28 @@ class TermMatcher:
             best = process.extractOne(word, self._fuzzy_window(len(word), limit), scorer=OSA.distance,
                                       score_cutoff=limit, processor=None)
             if best is not None and best[0][0] == word[0] and fuzzy_distance(best[0]) >= best[1]:
-                near = tuple(_Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6))
+                near = tuple(_Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6), e.language)
                              for e in self.fuzzy[best[0]])
         if len(self._fuzzy_seen) < 50_000:
             self._fuzzy_seen[word] = near
         return near
+
+
+LANGUAGE_FAMILIES: Final = ({"es", "pt", "it", "fr"}, {"sv", "da", "no"}, {"de", "nl"})
+"""Languages close enough that a shared word usually means the same thing (Italian "recupero",
+Spanish "recuperar"): their terms stay readable in each other's questions."""
+
+
+def _false_friend(entry: _Term, own: str, matched: Sequence[str]) -> bool:
+    """A word of the question's own language is not another, unrelated language's term: in a
+    question written in English, "tired" is not Spanish "tirada". True when the term is of
+    another language family and every word it matched is an everyday word of the question's
+    language and not of the term's; a word both languages use keeps the term."""
+    if not entry.language or entry.language == own or any(
+            own in family and entry.language in family for family in LANGUAGE_FAMILIES):
+        return False
+    table = everyday_languages()
+    return all(own in (langs := table.get(w, {})) and entry.language not in langs for w in matched)
 
 
 _COMPILED: dict[str, TermMatcher] = {}

@@ -57,20 +57,38 @@ class TestScore:
         assert score("mi recuperacion es lenta", mini).matched["recovery"] == (("recuperación", 1.5),)
 
     def test_words_met_through_two_languages_terms_count_once_at_the_heavier_weight(self, policy: Policy) -> None:
-        # Dutch "trainen" stems to "train": an English question word meets both terms
-        p = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"en": {"train": 1.0}, "nl": {"trainen": 1.5}}})
-        result = score("should I train today", p)
+        # Spanish "correr" and Portuguese "corrida" stem alike: a Spanish question word meets both terms
+        p = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"es": {"correr": 1.0}, "pt": {"corrida": 1.5}}})
+        result = score("quiero correr hoy", p)
         assert result.scores["training"] == 1.5
-        assert result.matched["training"] == (("trainen", 1.5),)
-        assert score("train and train again", p).scores["training"] == 1.5  # a term still counts once
+        assert result.matched["training"] == (("corrida", 1.5),)
+        assert score("correr y correr otra vez", p).scores["training"] == 1.5  # a term still counts once
+
+    def test_a_word_of_the_questions_own_language_is_not_an_unrelated_languages_term(self, policy: Policy) -> None:
+        # English "tired" and Spanish "tirada" (a long run) share a stem
+        p = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"es": {"tirada": 1.0}},
+                                     "recovery": {"en": {"tired": 1.0}}})
+        assert score("so tired today", p).matched == {**{i: () for i in INTENTS}, "recovery": (("tired", 1.0),)}
+        assert score("tired.", p).matched["training"] == ()
+        assert score("mañana hago una tirada larga", p).matched["training"] == (("tirada", 1.0),)
+        # an English question that uses the Spanish word itself still meets the Spanish term
+        assert score("tired after the tirada", p).matched["training"] == (("tirada", 1.0),)
+        # a word everyday in both languages keeps the term: Danish and Norwegian share most words
+        q = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"no": {"trene": 1.0}}})
+        assert score("kan jeg stadig trene i dag", q).scores["training"] == 1.0
 
     def test_an_exact_term_matches_the_word_as_written_not_its_stem(self, policy: Policy) -> None:
         # Italian "allenamento" stems to "allen", which is also German "allen" (all)
         stemmed = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"it": {"allenamento": 1.0}}})
         exact = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"it": {"=allenamento": 1.0}}})
         german = "kann ich mit allen Freunden laufen"
-        assert score(german, stemmed).scores["training"] == 1.0
         assert score(german, exact).scores["training"] == 0.0
+        # in a German question "allen" is a German everyday word, so even the stemmed term stays quiet
+        # (the question's own language wins); where no language is clear it would match, which the
+        # exact term prevents
+        assert score(german, stemmed).scores["training"] == 0.0
+        assert score("allen 2x", stemmed).scores["training"] == 0.0
+        assert score("allenamento allen", exact).matched["training"] == (("=allenamento", 1.0),)
         assert score("oggi allenamento leggero", exact).matched["training"] == (("=allenamento", 1.0),)
         # another form of the word is no longer the same stem, only a typo-distance match
         assert score("oggi allenamenti", exact).matched["training"] == (("=allenamento (fuzzy: allenamenti)", 0.75),)
