@@ -26,8 +26,10 @@ from bench.measure import QualityRow
 from bench.workload import ROOT, Row, dev_rows
 
 CORPUS: Final = ROOT / "corpus"
-SPLITS: Final = ("tune", "test", "holdout")
-"""The corpus halves, and the hold-out set written after the vocabulary work (corpus/holdout.yaml)."""
+SPLITS: Final = ("tune", "test", "holdout", "holdout2")
+"""The corpus halves, the hold-out set written after the vocabulary work of 2026-12-03
+(corpus/holdout.yaml, read on 2026-12-04 and tuning data since), and the one written on 2026-12-04
+(corpus/holdout2.yaml, only measured)."""
 BASELINE_FILE: Final = CORPUS / "baseline_prompt_tokens.json"
 BASELINE_COMMIT: Final = "27f603f"
 """The last commit before issue 8's engine changes (3583162)."""

@@ -15,7 +15,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import grow
-from bench.corpus import BASELINE_COMMIT, baseline_median, baseline_tokens, corpus_rows
+from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
 from bench.measure import (
     measure_app,
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     step("quality")
     quality = measure_quality(rows, bundles, policy)
     step("quality: the fresh-question corpus")
-    halves = {split: corpus_rows(split) for split in ("tune", "test", "holdout")}
+    halves = {split: corpus_rows(split) for split in SPLITS}
     decided = {split: measure_quality(rs, bundles, policy) for split, rs in halves.items()}
     recorded = baseline_tokens()
     baselines = {split: baseline_median(rs, recorded) for split, rs in halves.items()}
