@@ -28,8 +28,8 @@ RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "p
 Severity = Literal["error", "warning"]
 
 RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
-    "exclude-conflict": ("error", "an intent excludes a fragment another intent holds as primary, and their "
-                                  "vocabularies share terms"),
+    "exclude-conflict": ("warning", "an intent excludes a fragment another intent holds as primary, and their "
+                                    "vocabularies share terms: the exclude never applies where they meet"),
     "shared-term": ("warning", "a term is in two intents' vocabularies"),
     "unrequested-fragment": ("warning", "no intent requests the fragment and no scope promotes it"),
     "promote-excluded": ("error", "a promote modifier names a fragment an intent it applies to excludes"),
@@ -222,8 +222,9 @@ def _exclude_conflicts(policy: Policy, lint: _Lint) -> Iterable[Finding]:
                                   for x, y in shared[:4]) + (" ..." if len(shared) > 4 else "")
                 yield _finding("exclude-conflict", f"intents.{intent}.exclude[{i}]",
                                f"{intent} excludes {fragment}, which {other} holds as primary, and their "
-                               f"vocabularies share terms ({words}): a question using them can route to "
-                               f"{intent} and lose the {other} signal")
+                               f"vocabularies share terms ({words}): a question using them gives {other} "
+                               f"evidence, so {fragment} is kept there whatever the route (evidence beats "
+                               f"exclusion) and the exclude only acts on questions without {other}'s terms")
 
 
 def _shared_terms(lint: _Lint) -> Iterable[Finding]:

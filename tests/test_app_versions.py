@@ -298,9 +298,9 @@ class TestLint:
         at.text_area(key="policy_yaml").set_value(
             draft_with(lambda d: d["vocabulary"]["training"]["en"].update(pain=1.0))).run()
         assert not at.exception
-        conflict = [e for e in texts(at.error) if "exclude-conflict" in e]
+        conflict = [e for e in texts(at.warning) if "exclude-conflict" in e]
         assert conflict and "readiness_injury" in conflict[0] and "'pain'" in conflict[0]
-        assert conflict[0].startswith("**Error")
+        assert conflict[0].startswith("**Warning")
         assert any("shared-term" in w and w.startswith("**Warning") for w in texts(at.warning))
         assert decision(at)["policy"]["digest"] != load_policy().digest  # still a valid draft, in use
 
