@@ -23,9 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
-from coachctx.policy import LANGUAGES, Policy, load_policy
-from coachctx.routing import term_matching
-from coachctx.text import UNSPACED, normalise, script_of, stem, stem_variants, tokenise
+from coachctx.engine.policy import LANGUAGES, Policy, load_policy
+from coachctx.engine.routing import term_matching
+from coachctx.engine.text import UNSPACED, normalise, script_of, stem, stem_variants, tokenise
 
 WORDFREQ_CODES: Final[Mapping[str, str]] = {"no": "nb"}
 """Policy language code -> wordfreq's, where they differ."""

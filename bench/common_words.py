@@ -20,10 +20,10 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from coachctx.common_words import COMMON_WORDS_FILE, FUNCTION_WORDS_FILE
-from coachctx.policy import LANGUAGES
-from coachctx.routing import fuzzy_distance
-from coachctx.text import normalise, unstretch
+from coachctx.engine.common_words import COMMON_WORDS_FILE, FUNCTION_WORDS_FILE
+from coachctx.engine.policy import LANGUAGES
+from coachctx.engine.routing import fuzzy_distance
+from coachctx.engine.text import normalise, unstretch
 
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400
