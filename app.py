@@ -39,9 +39,11 @@ from coachctx.engine.policy import (
 from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
 from coachctx.errors import CoachctxError, PolicyError, TraceError
 from coachctx.model import OpenAIClassifier
-from coachctx.tools.impact import ImpactReport, QuestionSet, read_questions, run_impact
+from coachctx.tools.impact import run_impact
+from coachctx.tools.impact_report import ImpactReport
 from coachctx.tools.lint import Finding, errors, lint_policy
 from coachctx.tools.policy_diff import diff_policies
+from coachctx.tools.questions import QuestionSet, read_questions
 from coachctx.tools.store import (
     MAX_AUTHOR_CHARS,
     MAX_MESSAGE_CHARS,

@@ -356,11 +356,12 @@ def measure_impact(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
     distinct_texts = len({r.question for r in log})
     if impact_available():
         from coachctx.tools import impact
+        from coachctx.tools.questions import Question
 
         candidate, change = candidate_policy(policy)
 
         def run(entries: Sequence[LogRow], jobs: int = 1) -> tuple[float, Any]:
-            questions = [impact.Question(row=i, question=r.question, athlete=r.athlete, tier=r.tier)
+            questions = [Question(row=i, question=r.question, athlete=r.athlete, tier=r.tier)
                          for i, r in enumerate(entries, 1)]
             forget_words()  # each run starts as a new process would
             gc.collect()

@@ -33,15 +33,8 @@ from coachctx.engine.availability import facts
 from coachctx.engine.decision import Decision, FragmentDecision
 from coachctx.engine.fragments import FRAGMENTS
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
-from coachctx.engine.policy import (
-    INTENTS,
-    MAX_POLICY_BYTES,
-    YAML_DUMPER,
-    Policy,
-    parse_policy,
-    parse_yaml,
-    policy_to_yaml,
-)
+from coachctx.engine.policy import INTENTS, Policy, parse_policy, policy_to_yaml
+from coachctx.engine.policy_loading import MAX_POLICY_BYTES, YAML_DUMPER, parse_yaml
 from coachctx.engine.services import Bundle
 from coachctx.engine.text import tokenise
 from coachctx.errors import CoachctxError, InputError, PolicyError
@@ -60,8 +53,9 @@ from coachctx.model import (
     model_text,
     parse_seconds,
 )
-from coachctx.tools.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
+from coachctx.tools.impact_report import ImpactReport, Metrics
 from coachctx.tools.policy_diff import PolicyDiff
+from coachctx.tools.questions import FORMATS, QuestionSet, parse_questions
 from coachctx.tools.store import DRAFT_ID_PATTERN, Label, LabelMove, Version
 from coachctx.tools.trace import make_trace
 

@@ -14,7 +14,7 @@ from coachctx.reading import printable
 
 def register(sub: Any) -> None:
     p = sub.add_parser("impact", help="run a question set through two policies and report what changes")
-    p.add_argument("questions", help="YAML like shared/questions/dev.yaml, or a JSONL/CSV log")
+    p.add_argument("questions", help="YAML like tests/data/questions/dev.yaml, or a JSONL/CSV log")
     p.add_argument("--base", required=True, metavar="A", help="a version number, a label or a policy file")
     p.add_argument("--candidate", required=True, metavar="B", help="a version number, a label or a policy file")
     p.add_argument("--json", action="store_true")
@@ -35,7 +35,9 @@ def register(sub: Any) -> None:
 
 def cmd_impact(args: argparse.Namespace) -> int:
     from coachctx.engine.services import FixtureUpstream
-    from coachctx.tools.impact import DEFAULT_ATHLETE, read_questions, render_impact, run_impact
+    from coachctx.tools.impact import DEFAULT_ATHLETE, run_impact
+    from coachctx.tools.impact_report import render_impact
+    from coachctx.tools.questions import read_questions
     from coachctx.tools.store import PolicyStore, looks_like_file, resolve_policy
 
     if args.jobs < 1:

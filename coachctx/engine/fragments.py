@@ -14,9 +14,6 @@ from typing import Any, Final, Literal
 ServiceName = Literal["account", "baselines", "readiness", "conditions"]
 SERVICES: Final[tuple[ServiceName, ...]] = ("account", "baselines", "readiness", "conditions")
 
-Extractor = Callable[[Mapping[str, Any]], Any]
-"""Takes a service payload's `data` object, returns the fragment's fact (may be empty)."""
-
 Renderer = Callable[[Any], str]
 """Takes a non-empty fact, returns one line of plain text."""
 

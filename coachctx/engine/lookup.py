@@ -78,16 +78,7 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
     for state in plan.fragments:
         excluded_by = [n for n in ordered if state.name in policy.intent(n).exclude]
         if state.role == "none":
-            if excluded_by and len(ordered) > 1:
-                state = state.withhold(Reason(
-                    "excluded", f"{_names(excluded_by)} excludes it and no contender "
-                                f"({_names(ordered)}) asks for it"))
-            elif excluded_by:
-                state = state.withhold(Reason("excluded", f"the {excluded_by[0]} intent excludes it"))
-            else:
-                state = state.withhold(Reason(
-                    "not_requested", f"{_names(ordered)} neither asks for nor excludes it"))
-            changes[state.name] = state
+            changes[state.name] = state.withhold(_not_asked(excluded_by, ordered))
             continue
         if state.name in from_evidence:
             who = from_evidence[state.name]
@@ -105,6 +96,15 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
                                                                         holders, evidence, is_clinical, named)))
         changes[state.name] = state
     return plan.update(changes).noted(considered=considered)
+
+
+def _not_asked(excluded_by: Sequence[str], ordered: Sequence[str]) -> Reason:
+    """Why a fragment no intent read asks for is withheld."""
+    if excluded_by and len(ordered) > 1:
+        return Reason("excluded", f"{_names(excluded_by)} excludes it and no contender ({_names(ordered)}) asks for it")
+    if excluded_by:
+        return Reason("excluded", f"the {excluded_by[0]} intent excludes it")
+    return Reason("not_requested", f"{_names(ordered)} neither asks for nor excludes it")
 
 
 def _why_kept(fragment: str, excluded_by: Sequence[str], ordered: Sequence[str],

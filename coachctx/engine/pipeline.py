@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _pkg_version
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 from coachctx.engine.audit import audit
-from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact, prepared
+from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact, Prepared, prepared
 from coachctx.engine.budget import SpendBudget
 from coachctx.engine.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
 from coachctx.engine.fragments import BY_NAME
@@ -106,20 +106,11 @@ def select(
     `count_naive=False` leaves the naive baseline (a comparison figure, and the largest text a
     decision would count) out: `tokens.naive`, `tokens.saved_pct` and `prompt.naive_messages` are None.
     """
-    question = check_question(question)
-    _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode)
-    if scope not in SCOPE_REQUESTS:
-        raise InputError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
-    if cost_mode not in COST_MODES:
-        raise InputError(f"unknown cost mode {cost_mode!r}; use hand or measured")
-    spend = resolve_budget(policy, tier, budget)
+    question, spend = _checked(question, bundle, policy, scope=scope, tier=tier, budget=budget, cost_mode=cost_mode)
     tokens = tokenise(question)
 
     decided = recorded_route if recorded_route is not None else route(tokens, policy, classifier)
-    if scope == "auto":
-        effective, inferred_from = infer_scope(tokens, policy)
-    else:
-        effective, inferred_from = scope, None
+    effective, inferred_from = infer_scope(tokens, policy) if scope == "auto" else (scope, None)
     ready = prepared(bundle)
     costs = ready.costs[cost_mode]
     clinical = clinical_terms_in(tokens, policy)
@@ -130,12 +121,6 @@ def select(
     lines = [(n, ready.facts[n].line or "") for n in plan.selected]
     prompt = build_prompt(system, lines, question)
     naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json) if count_naive else None
-    question_tokens = count_once(question)
-    # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
-    prompt_tokens = prompt_tokens_of(system, lines, question, question_tokens=question_tokens,
-                                     pieces=ready.used_before())
-    naive_tokens = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens) \
-        if count_naive else None
     coverage = _coverage(plan)
     factor = NO_MATCH_CONFIDENCE if decided.matched_nothing else ROUTE_CONFIDENCE[decided.source]
 
@@ -151,9 +136,7 @@ def select(
         warnings=(*audit(decided, plan, policy, clinical), *plan.warnings),
         coverage=coverage,
         confidence=round(coverage * factor, 4),
-        tokens={"prompt": prompt_tokens, "naive": naive_tokens,
-                "saved_pct": round(100 * (naive_tokens - prompt_tokens) / naive_tokens, 1)
-                if naive_tokens is not None else None,
+        tokens={**_token_counts(system, lines, question, ready, count_naive=count_naive),
                 "cost_mode": cost_mode, "budget_spent": plan.spent,
                 "selected_cost": sum(costs[n] for n in plan.selected), "encoding": "cl100k_base"},
         policy={"source": policy_source, "digest": policy.digest, "version": policy_version},
@@ -164,6 +147,30 @@ def select(
         services={s: {"status": r.status, "detail": r.detail} for s, r in bundle.results.items()},
         prompt={"messages": prompt.messages, "naive_messages": naive.messages if naive is not None else None},
     )
+
+
+def _checked(question: str, bundle: Bundle, policy: Policy, *, scope: str, tier: str, budget: int | None,
+             cost_mode: str) -> tuple[str, int]:
+    """The question stripped and the budget to spend; InputError for any unusable argument."""
+    question = check_question(question)
+    _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode)
+    if scope not in SCOPE_REQUESTS:
+        raise InputError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+    if cost_mode not in COST_MODES:
+        raise InputError(f"unknown cost mode {cost_mode!r}; use hand or measured")
+    return question, resolve_budget(policy, tier, budget)
+
+
+def _token_counts(system: str, lines: Sequence[tuple[str, str]], question: str, ready: Prepared, *,
+                  count_naive: bool) -> dict[str, Any]:
+    """The prompt's tokens, and the naive baseline's with what the prompt saves (None without it)."""
+    question_tokens = count_once(question)
+    # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
+    prompt = prompt_tokens_of(system, lines, question, question_tokens=question_tokens, pieces=ready.used_before())
+    if not count_naive:
+        return {"prompt": prompt, "naive": None, "saved_pct": None}
+    naive = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens)
+    return {"prompt": prompt, "naive": naive, "saved_pct": round(100 * (naive - prompt) / naive, 1)}
 
 
 def max_words_for(decided: Route, policy: Policy) -> int:

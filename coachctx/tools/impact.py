@@ -1,43 +1,31 @@
-"""Impact analysis: run a set of questions through two policies and report what changes.
-
-A question set is YAML in the format of tests/data/questions/dev.yaml (`q`, labels `intents`,
-`needs` and `scope`, the horizon the question implies), or a log as JSONL or CSV with a
-`question` (or `q`) column and optional `athlete`, `scope` (the scope the caller asked for),
-`tier`, `intents` and `needs` columns. A row naming no athlete is judged against `maya`, as
-the dev set says. Rows that cannot be decided (empty question, unknown athlete or tier) are
-skipped with their reason, never fatal to a run of 100,000.
-
-Per question the report gives each policy's intent, routing source, selected and withheld
-fragments and prompt tokens, and what changed; where rows are labelled, route accuracy, needs
-recall, token totals and a per-intent confusion table per policy.
+"""Impact analysis: run a question set (`tools/questions.py`) through two policies and report
+what changes (`tools/impact_report.py`). A row naming no athlete is judged against `maya`, as the
+dev set says. Rows that cannot be decided (empty question, unknown athlete or tier) are skipped
+with their reason, never fatal to a run of 100,000.
 
 Impact never calls a model: a question the rules are unsure of takes the keyword fallback, as
 `select()` does without a classifier, and is counted as `unsure` so the reader knows.
 
-Speed: the decision is the same sequence of stages as `select()` (route, lookup, scope,
-availability, budget, prompt), but each athlete's bundle and fragment facts are computed once,
-each question is tokenised once for both policies, and a plan is computed once per distinct
-(athlete, budget, scope, intent, contenders). `tests/test_impact.py` pins that every outcome
-equals `select()`'s.
+Speed: the decision runs the pipeline's own selection stages (`pipeline.plan_for`) and its own
+prompt counting (`prompt.system_tokens`, `pipeline.max_words_for`), but each athlete's bundle and
+fragment facts are computed once, each question is tokenised once for both policies, and a plan
+is computed once per distinct (athlete, budget, scope, intent, contenders).
+`tests/tools/test_impact.py` pins that every outcome equals `select()`'s.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from coachctx.engine.availability import CostMode, FragmentFact, facts
-from coachctx.engine.fragments import FRAGMENT_NAMES
-from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS, max_words_for, plan_for
-from coachctx.engine.policy import INTENTS, Policy, YamlLimits, parse_yaml
+from coachctx.engine.pipeline import max_words_for, plan_for
+from coachctx.engine.policy import Policy
 from coachctx.engine.prompt import chat_tokens, system_block
 from coachctx.engine.prompt import system_tokens as system_tokens_of
 from coachctx.engine.routing import (
@@ -55,232 +43,20 @@ from coachctx.engine.routing import (
 from coachctx.engine.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.engine.text import Tokens, tokenise
 from coachctx.engine.token_count import count_once
-from coachctx.errors import InputError, PolicyError
-from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text
+from coachctx.errors import InputError
+from coachctx.tools.impact_report import ImpactReport, Outcome, RowImpact, describe_changes
+from coachctx.tools.questions import Question, QuestionSet
 
 DEFAULT_ATHLETE: Final = "maya"
 """The dev set judges every row that names no athlete against maya (all services healthy)."""
 DEFAULT_TIER: Final = "paid"
-MAX_QUESTIONS: Final = 1_000_000
-MAX_FILE_BYTES: Final = 512 * 1024 * 1024
-MAX_YAML_BYTES: Final = 16 * 1024 * 1024
-"""YAML is parsed whole and far slower than JSONL or CSV: a set this large belongs in a log."""
-QUESTION_SET_YAML: Final = YamlLimits(max_bytes=MAX_YAML_BYTES, max_nodes=4 * MAX_QUESTIONS)
-FORMATS: Final = {".yaml": "yaml", ".yml": "yaml", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 _MEMO_LIMIT: Final = 20_000
 
 Progress = Callable[[int, int], None]
 """Called as `progress(done, total)` about a hundred times during a run, and at the end."""
 
 
-# --- reading question sets ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Question:
-    """One row of a question set."""
-
-    row: int
-    """1-based: the list index in YAML, the line in JSONL, the data row in CSV."""
-    question: str
-    athlete: str | None = None
-    scope: str = "auto"
-    """The scope requested (logs); `auto` infers it from the question, as `select()` does."""
-    tier: str | None = None
-    intents: tuple[str, ...] | None = None
-    """Labels: the intents any of which is a correct route. None when unlabelled."""
-    needs: tuple[str, ...] | None = None
-    """Labels: fragments an expert would insist on. None when unlabelled."""
-    expected_scope: str | None = None
-    """Label: the horizon the question implies (dev.yaml's `scope`)."""
-    lang: str | None = None
-    """The language it is written in, where the set says (the corpus does)."""
-    origin: str | None = None
-    """Who labelled it, where the set says: `coach` or `model` (`coachctx suggest` weighs them)."""
-
-
-@dataclass(frozen=True)
-class QuestionSet:
-    source: str
-    questions: tuple[Question, ...]
-    skipped: tuple[tuple[int, str], ...] = ()
-    """(row, why) for rows that could not be read."""
-
-
-def read_questions(path: str | Path) -> QuestionSet:
-    """Read a question set; the format comes from the suffix (.yaml/.yml, .jsonl/.ndjson, .csv)."""
-    p = file_path(path, "a question set file")
-    fmt = FORMATS.get(p.suffix.lower())
-    if fmt is None:
-        raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
-                         f"use one of {', '.join(FORMATS)}")
-    limit = MAX_YAML_BYTES if fmt == "yaml" else MAX_FILE_BYTES
-    text = read_text(p, limit, expected="a question set file", strip_bom=True)
-    return parse_questions(text, fmt, str(p))
-
-
-def parse_questions(text: str, fmt: str, source: str = "<questions>") -> QuestionSet:
-    """Parse a question set already in memory (the app's upload). `fmt`: yaml, jsonl or csv."""
-    if not isinstance(text, str):
-        raise InputError(f"{source}: expected the question set's text, got {type(text).__name__}")
-    if fmt == "yaml":
-        records = _yaml_records(text, source)
-    elif fmt == "jsonl":
-        records = _jsonl_records(text)
-    elif fmt == "csv":
-        records = _csv_records(text, source)
-    else:
-        raise InputError(f"{source}: unknown question set format {fmt!r}; use yaml, jsonl or csv")
-    questions: list[Question] = []
-    skipped: list[tuple[int, str]] = []
-    for row, record in records:
-        if len(questions) >= MAX_QUESTIONS:
-            raise InputError(f"{source}: more than {MAX_QUESTIONS} questions; split the set")
-        if isinstance(record, str):
-            skipped.append((row, record))
-            continue
-        try:
-            questions.append(_question(row, record, labels_scope=fmt == "yaml"))
-        except ValueError as e:
-            skipped.append((row, str(e)))
-    if not questions:
-        why = f" (row {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
-        raise InputError(f"{source}: no questions found{why}")
-    return QuestionSet(source, tuple(questions), tuple(skipped))
-
-
-def _yaml_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
-    try:
-        data = parse_yaml(text, source, QUESTION_SET_YAML)
-    except PolicyError as e:  # the policy's guarded loader: same limits on nesting, aliases, expansion
-        where, problem = e.problems[0]
-        raise InputError(f"{source}: not valid YAML ({f'{where}: ' if where else ''}{problem})") from e
-    check_json_value(data, source)
-    items = data.get("questions") if isinstance(data, Mapping) else data
-    if not isinstance(items, list):
-        raise InputError(f"{source}: expected a list of questions (or a mapping with `questions:`)")
-    for i, item in enumerate(items, 1):
-        if isinstance(item, str):
-            item = {"q": item}
-        yield i, item if isinstance(item, Mapping) else f"expected a mapping with `q`, got {type(item).__name__}"
-
-
-def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
-    # JSONL lines end at \n only: `splitlines()` would also cut at U+2028 or \x1e inside a string
-    for line_no, line in enumerate(text.split("\n"), 1):
-        line = line.removesuffix("\r")
-        if not line.strip():
-            continue
-        try:
-            obj = parse_json(line, f"line {line_no}")
-        except ReadError as e:
-            if e.where.startswith("line 1, "):  # a JSON syntax error: its column on this line
-                yield line_no, f"{e.problem} ({e.where.removeprefix('line 1, ')})"
-            else:
-                yield line_no, f"{e.where}: {e.problem}" if e.where else e.problem
-            continue
-        yield line_no, obj if isinstance(obj, Mapping) else f"expected a JSON object, got {type(obj).__name__}"
-
-
-def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
-    # newline="": the csv module reads line ends itself, so a file ending lines in \r alone (old
-    # spreadsheets) reads, and a newline inside a quoted cell stays in the cell
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    try:
-        header = reader.fieldnames or []
-    except csv.Error as e:  # a header cell past the csv module's field limit
-        raise InputError(f"{source}: not valid CSV in the header ({e})") from e
-    columns = [c.strip().casefold() for c in header]
-    if "question" not in columns and "q" not in columns:
-        # the header is data: a quoted newline or 100 kB in it must not make the error span lines
-        shown = printable(", ".join(header)) or "nothing"
-        raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
-                         f"{shown if len(shown) <= 200 else shown[:197] + '...'}")
-    try:
-        for i, record in enumerate(reader, 1):
-            yield i, {(k or "").strip().casefold(): v for k, v in record.items()}
-    except csv.Error as e:
-        raise InputError(f"{source}: not valid CSV near data row {reader.line_num} ({e})") from e
-
-
-def _labels(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        # CSV cells: "training;injury", "training|injury" or "training injury"
-        value = [v for v in value.replace("|", " ").replace(";", " ").replace(",", " ").split() if v]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{what}: expected a list of names")
-    unknown = [v for v in value if v not in known]
-    if unknown:
-        raise ValueError(f"{what}: unknown {kind} {unknown[0]!r}")
-    return tuple(value)
-
-
-def _text(record: Mapping[str, Any], key: str) -> str | None:
-    value = record.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"{key}: expected text, got {type(value).__name__}")
-    return value.strip()
-
-
-def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Question:
-    q = record.get("question", record.get("q"))
-    if not isinstance(q, str) or not q.strip():
-        raise ValueError("the question is empty" if q in (None, "") or isinstance(q, str)
-                         else f"question: expected text, got {type(q).__name__}")
-    if len(q.strip()) > MAX_QUESTION_CHARS:
-        raise ValueError(f"the question is {len(q.strip())} characters; the limit is {MAX_QUESTION_CHARS}")
-    scope = _text(record, "scope")
-    if scope is not None and scope not in SCOPE_REQUESTS:
-        raise ValueError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
-    intents_value = record.get("intents", record.get("intent"))
-    needs_value = record.get("needs")
-    if isinstance(needs_value, str) and not needs_value.strip() and intents_value not in (None, ""):
-        needs_value = []  # a CSV row with intents but an empty needs cell needs nothing
-    return Question(
-        row=row, question=q.strip(), athlete=_text(record, "athlete"),
-        scope="auto" if labels_scope or scope is None else scope,
-        tier=_text(record, "tier"),
-        intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents", "intent"),
-        needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs", "fragment"),
-        expected_scope=scope if labels_scope and scope != "auto" else None,
-        lang=_text(record, "lang"), origin=_text(record, "origin"),
-    )
-
-
 # --- deciding fast -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one policy decides for one question (the parts the report needs)."""
-
-    intent: str
-    source: str
-    contenders: tuple[str, ...]
-    scope: str | None
-    selected: tuple[str, ...]
-    withheld: tuple[tuple[str, str], ...]
-    """(fragment, main reason code) for every withheld fragment, in plan order."""
-    tokens: int
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # positional: a worker sends back a hundred thousand of these, field names each time add up
-        return Outcome, (self.intent, self.source, self.contenders, self.scope, self.selected, self.withheld,
-                         self.tokens)
-
-    @property
-    def unsure(self) -> bool:
-        """The rules were not sure: in production this question would ask the model."""
-        return self.source != "rules"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"intent": self.intent, "source": self.source, "contenders": list(self.contenders),
-                "scope": self.scope, "selected": list(self.selected), "withheld": dict(self.withheld),
-                "tokens": self.tokens}
 
 
 @runtime_checkable
@@ -398,217 +174,6 @@ class PolicyRunner:
                 if main is not None:
                     withheld.append((s.name, main.code))
         return tuple(plan.selected), tuple(withheld)
-
-
-# --- the report --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RowImpact:
-    question: Question
-    athlete: str
-    tier: str
-    base: Outcome
-    candidate: Outcome
-    changes: tuple[str, ...]
-    """What changed, as short phrases; empty when both policies decide alike."""
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.changes)
-
-    def to_json(self) -> dict[str, Any]:
-        q = self.question
-        return {"row": q.row, "question": q.question, "athlete": self.athlete, "tier": self.tier,
-                "scope": q.scope, "labels": {"intents": _list(q.intents), "needs": _list(q.needs),
-                                             "scope": q.expected_scope},
-                "base": self.base.to_json(), "candidate": self.candidate.to_json(),
-                "changed": self.changed, "changes": list(self.changes)}
-
-
-def _list(values: tuple[str, ...] | None) -> list[str] | None:
-    return list(values) if values is not None else None
-
-
-def describe_changes(a: Outcome, b: Outcome) -> tuple[str, ...]:
-    out: list[str] = []
-    if a.intent != b.intent or a.source != b.source:
-        out.append(f"intent {a.intent} ({a.source}) -> {b.intent} ({b.source})")
-    elif a.contenders != b.contenders:
-        out.append(f"contenders {', '.join(a.contenders)} -> {', '.join(b.contenders)}")
-    if a.scope != b.scope:
-        out.append(f"scope {a.scope or 'none'} -> {b.scope or 'none'}")
-    gained = [f for f in b.selected if f not in a.selected]
-    lost = [f for f in a.selected if f not in b.selected]
-    out += [f"+{f}" for f in gained] + [f"-{f}" for f in lost]
-    if not gained and not lost and a.selected != b.selected:
-        out.append("prompt order changed")
-    wa, wb = dict(a.withheld), dict(b.withheld)
-    out += [f"{f} withheld: {wa[f]} -> {wb[f]}" for f in wa if f in wb and wa[f] != wb[f]]
-    if a.tokens != b.tokens:
-        out.append(f"tokens {a.tokens} -> {b.tokens}")
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class Metrics:
-    """One policy's figures over the set. Rates are None when no row carries that label."""
-
-    questions: int
-    tokens_total: int
-    unsure: int
-    route_labelled: int
-    route_correct: int
-    needs_total: int
-    needs_met: int
-    needs_rows: int
-    needs_rows_met: int
-    """Labelled rows whose every need was selected."""
-    scope_labelled: int
-    scope_correct: int
-    confusion: dict[str, dict[str, int]]
-    """expected intent -> routed intent -> count, over rows with intent labels. A row accepting
-    several intents counts under the routed one when it is among them, else under its first."""
-
-    @property
-    def route_accuracy(self) -> float | None:
-        return self.route_correct / self.route_labelled if self.route_labelled else None
-
-    @property
-    def needs_recall(self) -> float | None:
-        return self.needs_met / self.needs_total if self.needs_total else None
-
-    @property
-    def scope_accuracy(self) -> float | None:
-        return self.scope_correct / self.scope_labelled if self.scope_labelled else None
-
-    @property
-    def tokens_mean(self) -> float:
-        return self.tokens_total / self.questions if self.questions else 0.0
-
-    def __add__(self, other: Metrics) -> Metrics:
-        """The figures over both sets of rows: what partitions decided apart add up to."""
-        counts = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "confusion"}
-        confusion = {e: {i: n + other.confusion[e][i] for i, n in row.items()} for e, row in self.confusion.items()}
-        return Metrics(**counts, confusion=confusion)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"questions": self.questions, "tokens_total": self.tokens_total,
-                "tokens_mean": round(self.tokens_mean, 2), "unsure": self.unsure,
-                "route_accuracy": _round(self.route_accuracy), "route_correct": self.route_correct,
-                "route_labelled": self.route_labelled, "needs_recall": _round(self.needs_recall),
-                "needs_met": self.needs_met, "needs_total": self.needs_total,
-                "needs_rows_met": self.needs_rows_met, "needs_rows": self.needs_rows,
-                "scope_accuracy": _round(self.scope_accuracy), "scope_correct": self.scope_correct,
-                "scope_labelled": self.scope_labelled, "confusion": self.confusion}
-
-
-def _round(x: float | None) -> float | None:
-    return round(x, 4) if x is not None else None
-
-
-def metrics(rows: Sequence[RowImpact], which: str) -> Metrics:
-    """Figures for `which` ("base" or "candidate") over `rows`."""
-    confusion = {e: dict.fromkeys(INTENTS, 0) for e in INTENTS}
-    tokens = unsure = route_labelled = route_correct = 0
-    needs_total = needs_met = needs_rows = needs_rows_met = scope_labelled = scope_correct = 0
-    for row in rows:
-        o: Outcome = getattr(row, which)
-        q = row.question
-        tokens += o.tokens
-        unsure += o.unsure
-        if q.intents:
-            route_labelled += 1
-            ok = o.intent in q.intents
-            route_correct += ok
-            confusion[o.intent if ok else q.intents[0]][o.intent] += 1
-        if q.needs is not None:
-            met = sum(1 for f in q.needs if f in o.selected)
-            needs_total += len(q.needs)
-            needs_met += met
-            needs_rows += 1
-            needs_rows_met += met == len(q.needs)
-        if q.expected_scope is not None:
-            scope_labelled += 1
-            scope_correct += o.scope == q.expected_scope
-    return Metrics(len(rows), tokens, unsure, route_labelled, route_correct, needs_total, needs_met, needs_rows,
-                   needs_rows_met, scope_labelled, scope_correct, confusion)
-
-
-@dataclass(frozen=True)
-class Totals:
-    """Both policies' metrics and the change counts over a set of rows; totals of parts add up."""
-
-    base: Metrics
-    candidate: Metrics
-    counts: dict[str, int]
-    """changed, intent_changed, selection_changed, tokens_changed"""
-
-    @classmethod
-    def of(cls, rows: Sequence[RowImpact]) -> Totals:
-        return cls(metrics(rows, "base"), metrics(rows, "candidate"), cls.count(rows))
-
-    @staticmethod
-    def count(rows: Sequence[RowImpact]) -> dict[str, int]:
-        changed = [r for r in rows if r.changed]
-        return {"changed": len(changed),
-                "intent_changed": sum(1 for r in changed if r.base.intent != r.candidate.intent),
-                "selection_changed": sum(1 for r in changed if r.base.selected != r.candidate.selected),
-                "tokens_changed": sum(1 for r in changed if r.base.tokens != r.candidate.tokens)}
-
-    def __add__(self, other: Totals) -> Totals:
-        return Totals(self.base + other.base, self.candidate + other.candidate,
-                      {k: v + other.counts[k] for k, v in self.counts.items()})
-
-
-@dataclass(frozen=True)
-class ImpactReport:
-    source: str
-    base_name: str
-    candidate_name: str
-    base_digest: str
-    candidate_digest: str
-    rows: tuple[RowImpact, ...]
-    skipped: tuple[tuple[int, str], ...]
-    seconds: float
-    notes: tuple[str, ...] = ()
-    totals: Totals | None = None
-    """Figures over every row decided, for a report that keeps only the changed rows (`rows`):
-    what a run over a log too large to hold gives back. None: `rows` holds every row."""
-    base_metrics: Metrics = field(init=False)
-    candidate_metrics: Metrics = field(init=False)
-
-    def __post_init__(self) -> None:
-        totals = self.totals if self.totals is not None else Totals.of(self.rows)
-        object.__setattr__(self, "base_metrics", totals.base)
-        object.__setattr__(self, "candidate_metrics", totals.candidate)
-
-    def changed_rows(self) -> list[RowImpact]:
-        return [r for r in self.rows if r.changed]
-
-    def summary(self) -> dict[str, int]:
-        counts = self.totals.counts if self.totals is not None else Totals.count(self.rows)
-        return {"questions": self.base_metrics.questions, "skipped": len(self.skipped), **counts}
-
-    def table(self, changed_only: bool = False) -> list[dict[str, Any]]:
-        """One flat record per question, for a dataframe."""
-        rows = self.changed_rows() if changed_only else self.rows
-        return [{"row": r.question.row, "question": r.question.question, "athlete": r.athlete,
-                 "base_intent": f"{r.base.intent} ({r.base.source})",
-                 "candidate_intent": f"{r.candidate.intent} ({r.candidate.source})",
-                 "base_selected": ", ".join(r.base.selected), "candidate_selected": ", ".join(r.candidate.selected),
-                 "base_tokens": r.base.tokens, "candidate_tokens": r.candidate.tokens,
-                 "changes": "; ".join(r.changes)} for r in rows]
-
-    def to_json(self, changed_only: bool = False) -> dict[str, Any]:
-        rows = self.changed_rows() if changed_only else self.rows
-        return {"questions": self.source,
-                "base": {"name": self.base_name, "digest": self.base_digest},
-                "candidate": {"name": self.candidate_name, "digest": self.candidate_digest},
-                "summary": self.summary(), "seconds": round(self.seconds, 3), "notes": list(self.notes),
-                "metrics": {"base": self.base_metrics.to_json(), "candidate": self.candidate_metrics.to_json()},
-                "skipped": [{"row": row, "reason": why} for row, why in self.skipped],
-                "rows": [r.to_json() for r in rows]}
 
 
 @dataclass(frozen=True)
@@ -779,61 +344,3 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
                         base_name=base_name, candidate_name=candidate_name, base_digest=base.digest,
                         candidate_digest=candidate.digest, rows=tuple(rows),
                         skipped=tuple(sorted(skipped)), seconds=time.perf_counter() - started)
-
-
-# --- text --------------------------------------------------------------------------------------
-
-
-def _rate(n: int, d: int) -> str:
-    return f"{n}/{d} ({100 * n / d:.1f}%)" if d else "-"
-
-
-def render_impact(report: ImpactReport, *, changed_only: bool = False) -> str:
-    s = report.summary()
-    b, c = report.base_metrics, report.candidate_metrics
-    lines = [
-        f"impact of {report.candidate_name} ({report.candidate_digest}) against {report.base_name} "
-        f"({report.base_digest}) on {report.source}",
-        f"{s['questions']} questions decided, {s['skipped']} skipped, in {report.seconds:.2f} s; "
-        f"{s['changed']} changed (intent {s['intent_changed']}, selection {s['selection_changed']}, "
-        f"tokens {s['tokens_changed']})",
-        *[f"note: {n}" for n in report.notes],
-        "",
-        f"{'':<24} {'base':<22} candidate",
-    ]
-
-    def row(label: str, x: str, y: str) -> None:
-        lines.append(f"{label:<24} {x:<22} {y}")
-
-    row("route accuracy", _rate(b.route_correct, b.route_labelled), _rate(c.route_correct, c.route_labelled))
-    row("needs recall", _rate(b.needs_met, b.needs_total), _rate(c.needs_met, c.needs_total))
-    row("every need met", _rate(b.needs_rows_met, b.needs_rows), _rate(c.needs_rows_met, c.needs_rows))
-    row("scope accuracy", _rate(b.scope_correct, b.scope_labelled), _rate(c.scope_correct, c.scope_labelled))
-    row("unsure (to the model)", str(b.unsure), str(c.unsure))
-    row("prompt tokens", f"{b.tokens_total} (mean {b.tokens_mean:.1f})", f"{c.tokens_total} (mean {c.tokens_mean:.1f})")
-    if b.route_labelled:
-        for name, m in (("base", b), ("candidate", c)):
-            lines += ["", f"confusion, {name} (rows: labelled intent, columns: routed)",
-                      f"{'':<11}" + "".join(f"{i[:10]:>11}" for i in INTENTS)]
-            lines += [f"{e:<11}" + "".join(f"{m.confusion[e][r]:>11}" for r in INTENTS) for e in INTENTS]
-    shown = report.changed_rows() if changed_only else list(report.rows)
-    lines += ["", f"questions ({'changed only, ' if changed_only else ''}{len(shown)})"]
-    for r in shown:
-        q = r.question
-        lines.append(f"#{q.row} {q.question!r} [{r.athlete}, {r.tier}]")
-        if not r.changed:
-            lines.append(f"    same       {_outcome(r.base)}")
-            continue
-        lines.append(f"    base       {_outcome(r.base)}")
-        lines.append(f"    candidate  {_outcome(r.candidate)}")
-        lines.append(f"    changed    {'; '.join(r.changes)}")
-    if report.skipped:
-        lines += ["", f"skipped ({len(report.skipped)})"]
-        lines += [f"#{row} {why}" for row, why in report.skipped[:50]]
-        if len(report.skipped) > 50:
-            lines.append(f"... and {len(report.skipped) - 50} more")
-    return "\n".join(lines)
-
-
-def _outcome(o: Outcome) -> str:
-    return f"{o.intent} ({o.source}); selected {', '.join(o.selected) or 'nothing'}; {o.tokens} tokens"

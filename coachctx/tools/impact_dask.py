@@ -7,7 +7,7 @@ worker Dask picks; the client puts the partitions back in order, numbering rows 
 log as the local run numbers the lines of one file, so the report is the same.
 
 With `changed_only`, a partition sends back only its changed rows and the totals of the rest
-(`impact.Totals`), which is what lets a log of a hundred million questions fit on the client.
+(`impact_report.Totals`), which is what lets a log of a hundred million questions fit on the client.
 Needs the optional extra: `pip install 'coachctx[dask]'`.
 """
 
@@ -24,16 +24,9 @@ from coachctx.engine.availability import CostMode
 from coachctx.engine.policy import Policy
 from coachctx.engine.services import Upstream
 from coachctx.errors import InputError
-from coachctx.tools.impact import (
-    DEFAULT_ATHLETE,
-    ImpactJob,
-    ImpactReport,
-    Question,
-    Totals,
-    _jsonl_records,
-    _question,
-    decide_chunk,
-)
+from coachctx.tools.impact import DEFAULT_ATHLETE, ImpactJob, decide_chunk
+from coachctx.tools.impact_report import ImpactReport, Totals
+from coachctx.tools.questions import Question, _jsonl_records, _question
 
 JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES: Final = (".parquet", ".pq")
@@ -104,7 +97,7 @@ def _decide(job: ImpactJob, records: Sequence[tuple[int, Any]], numbered: int, c
 
 
 def jsonl_partition(job: ImpactJob, lines: Sequence[str], changed_only: bool) -> PartResult:
-    """A JSONL file's lines, read exactly as `impact.parse_questions` reads a log."""
+    """A JSONL file's lines, read exactly as `questions.parse_questions` reads a log."""
     text = "".join(lines)
     return _decide(job, list(_jsonl_records(text)), len(text.splitlines()), changed_only)
 

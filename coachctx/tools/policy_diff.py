@@ -20,8 +20,6 @@ from typing import Any, Final, Literal
 from coachctx.engine.policy import INTENTS, SCOPES, Modifier, Policy
 
 Section = Literal["routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms", "fragment_terms"]
-SECTIONS: Final[tuple[Section, ...]] = ("routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms",
-                                        "fragment_terms")
 ChangeKind = Literal["added", "removed", "changed", "moved", "reordered"]
 ROLES: Final = ("primary", "secondary", "exclude")
 

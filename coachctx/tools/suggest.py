@@ -26,8 +26,8 @@ from coachctx.engine.routing import TermMatcher, is_confident, score, term_match
 from coachctx.engine.text import Tokens, script_of, stem_variants, tokenise
 from coachctx.errors import InputError
 from coachctx.reading import file_path, parse_json, read_text
-from coachctx.tools.impact import MAX_FILE_BYTES, MAX_QUESTIONS, read_questions
 from coachctx.tools.lint import RULES, lint_policy
+from coachctx.tools.questions import MAX_FILE_BYTES, MAX_QUESTIONS, read_questions
 
 COACH_WEIGHT: Final = 1.0
 MODEL_WEIGHT: Final = 0.5

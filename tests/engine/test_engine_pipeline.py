@@ -172,3 +172,8 @@ class TestDecision:
         d = select(PAIN, maya, policy)
         with pytest.raises(AttributeError, match=r"^cannot assign to field 'question'$"):
             d.question = "other"  # type: ignore[misc]
+        # below the top level too: each fragment, and every sequence the Decision holds
+        with pytest.raises(AttributeError, match=r"^cannot assign to field 'status'$"):
+            d.fragments[0].status = "withheld"  # type: ignore[misc]
+        for value in (d.selected, d.fragments, d.warnings, *(f.reasons for f in d.fragments)):
+            assert isinstance(value, tuple), value

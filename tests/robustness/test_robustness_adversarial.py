@@ -24,7 +24,7 @@ from coachctx.cli import main
 from coachctx.engine.policy import load_policy, parse_policy
 from coachctx.errors import InputError, PolicyError, TraceError
 from coachctx.model import model_settings
-from coachctx.tools.impact import parse_questions, read_questions
+from coachctx.tools.questions import parse_questions, read_questions
 from coachctx.tools.store import MissingStoreError, PolicyStore, StoreError, resolve_policy
 from coachctx.tools.suggest import read_labelled
 from coachctx.tools.trace import parse_trace, read_trace

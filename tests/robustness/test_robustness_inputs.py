@@ -27,13 +27,13 @@ from coachctx.engine.policy import (
     MAX_TERM_WORK,
     MAX_TERMS,
     MAX_UNSPACED_TERM_CHARS,
-    MAX_YAML_NODES,
     parse_policy,
 )
+from coachctx.engine.policy_loading import MAX_YAML_NODES
 from coachctx.engine.services import SAMPLE_ATHLETES_DIR, FixtureUpstream
 from coachctx.errors import InputError, PolicyError, TraceError
 from coachctx.reading import MAX_JSON_DEPTH, ReadError, parse_json, read_bytes, read_text
-from coachctx.tools.impact import parse_questions, read_questions
+from coachctx.tools.questions import parse_questions, read_questions
 from coachctx.tools.store import PolicyStore, StoreError
 from coachctx.tools.trace import MAX_TRACE_BYTES, parse_trace, read_trace
 

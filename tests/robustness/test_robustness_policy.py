@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from coachctx.engine.policy import MAX_POLICY_BYTES, load_policy, parse_policy
+from coachctx.engine.policy import load_policy, parse_policy
+from coachctx.engine.policy_loading import MAX_POLICY_BYTES
 from coachctx.errors import PolicyError
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_policies"

@@ -11,7 +11,8 @@ import pytest
 
 from coachctx.cli import main
 from coachctx.engine.policy import Policy, policy_to_yaml, validate_policy
-from coachctx.tools.impact import Question, read_questions, run_impact
+from coachctx.tools.impact import run_impact
+from coachctx.tools.questions import Question, read_questions
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_QUESTIONS = ROOT / "tests" / "data" / "questions" / "dev.yaml"
