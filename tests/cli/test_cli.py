@@ -154,6 +154,14 @@ class TestExplainJson:
         _valid(validator, doc)
         assert {"readiness_training", "readiness_injury"} <= set(doc["selected"])
 
+    @pytest.mark.parametrize("module", ["coachctx", "coachctx.cli"])
+    def test_python_dash_m_runs_the_same_command_line(self, module: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COACHCTX_"))}
+        proc = subprocess.run([sys.executable, "-m", module, "explain", PAIN, "--athlete", "maya"],
+                              capture_output=True, text=True, cwd=ROOT, env=env, timeout=60, check=False)
+        assert (proc.returncode, proc.stderr) == (0, "")
+        assert proc.stdout == _subprocess("explain", PAIN, "--athlete", "maya").stdout
+
     def test_bad_input_as_a_subprocess_has_no_traceback(self) -> None:
         proc = _subprocess("explain", "   ", "--athlete", "maya")
         assert proc.returncode == 2
