@@ -10,7 +10,7 @@ which ship with the package: nothing is downloaded), runs each through the term'
 
 A collision is not always wrong: "marathon" is the same word in a dozen languages. Those the
 policy accepts are listed in `ACCEPTED`, each for the languages it may meet; anything else is a
-finding. `tests/test_vocabulary.py` runs this over the default policy.
+finding. `tests/engine/test_vocabulary.py` runs this over the default policy.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from coachctx.engine.text import normalise, unstretch
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400
 """The function words: each language's commonest words of any length ("the", "when", "still"),
-which no vocabulary term may be (tests/test_vocabulary.py) and `coachctx suggest` never offers."""
+which no vocabulary term may be (tests/engine/test_vocabulary.py) and `coachctx suggest` never offers."""
 WORDFREQ_CODES: Final = {"no": "nb"}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coachctx.engine.lookup import CLINICAL_FRAGMENT
+from coachctx.engine.lookup import CLINICAL_FRAGMENT, evidence_of
 from coachctx.engine.plan import MISSING, Plan
 from coachctx.engine.policy import Policy
 from coachctx.engine.routing import Route
@@ -21,11 +21,13 @@ def audit(route: Route, plan: Plan, policy: Policy, clinical: Sequence[str] = ()
     warnings: list[str] = []
     scores = route.scores.scores
     top_score = scores.get(route.intent, 0.0)
+    evidence = evidence_of(route)
     for state in plan.fragments:
         if "excluded" not in state.codes:
             continue
-        for other, value in route.scores.ranked():
-            if other == route.intent or value <= 0:
+        for other in evidence:
+            value = scores[other]
+            if other == route.intent:
                 continue
             asks = policy.intent(other).requests(state.name)
             if asks != "primary":

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from coachctx.engine.plan import FragmentState, Plan, Reason
 from coachctx.engine.policy import Policy
+from coachctx.engine.routing import Route
 
 CLINICAL_FRAGMENT = "readiness_injury"
 """What a question that sounds clinical always carries when the service supplied it."""
@@ -29,6 +30,11 @@ Evidence = Mapping[str, Sequence[tuple[str, float]]]
 
 Named = Mapping[str, Sequence[str]]
 """Fragment -> the policy's fragment terms the question used for it."""
+
+
+def evidence_of(decided: Route) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Every intent that scored above zero, best first, with the terms it matched."""
+    return {name: decided.scores.matched[name] for name, value in decided.scores.ranked() if value > 0}
 
 
 def _union(lists: Sequence[Sequence[str]]) -> list[str]:

@@ -17,7 +17,7 @@ from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact
 from coachctx.engine.budget import SpendBudget
 from coachctx.engine.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
 from coachctx.engine.fragments import BY_NAME
-from coachctx.engine.lookup import Named, lookup
+from coachctx.engine.lookup import Named, evidence_of, lookup
 from coachctx.engine.modifiers import ApplyScope
 from coachctx.engine.plan import MISSING, Plan
 from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy
@@ -191,11 +191,6 @@ def _fragments(plan: Plan, policy: Policy, fragment_facts: Mapping[str, Fragment
             service=BY_NAME[s.name].service,
             requested_by={i: r for i in plan.considered if (r := policy.intent(i).requests(s.name)) is not None})
         for s in plan.fragments)
-
-
-def evidence_of(decided: Route) -> dict[str, tuple[tuple[str, float], ...]]:
-    """Every intent that scored above zero, best first, with the terms it matched."""
-    return {name: decided.scores.matched[name] for name, value in decided.scores.ranked() if value > 0}
 
 
 def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],

@@ -85,7 +85,7 @@ def build_naive_prompt(system: str, bundle_payload: Any, question: str, *, paylo
 # merges only inside a piece. So a text cut right after a newline that is followed by a non-space
 # character has exactly the tokens of its two halves. The prompt is cut there: after the system
 # block's blank line, after the context header, after each fragment line. Each half recurs across
-# questions and is counted once (`count_tokens`' cache); tests/test_engine_tokens.py checks the sum
+# questions and is counted once (`count_tokens`' cache); tests/engine/test_engine_token_count.py checks the sum
 # against a full count.
 
 _MESSAGE: Final = 3

@@ -108,7 +108,7 @@ class _Routed:
 
 class PolicyRunner:
     """Decides questions under one policy the way `select()` does without a model, memoising
-    what repeats. `tests/test_impact.py` pins its outcomes to `select()`'s."""
+    what repeats. `tests/tools/test_impact.py` pins its outcomes to `select()`'s."""
 
     def __init__(self, policy: Policy, bundles: Bundles) -> None:
         self.policy = policy

@@ -14,9 +14,9 @@ from coachctx.engine.audit import audit
 from coachctx.engine.availability import MAX_LINE_CHARS, DropUnavailable, facts, one_line
 from coachctx.engine.budget import SpendBudget
 from coachctx.engine.fragments import FRAGMENT_NAMES, FRAGMENTS
-from coachctx.engine.lookup import lookup
+from coachctx.engine.lookup import evidence_of, lookup
 from coachctx.engine.modifiers import ApplyScope
-from coachctx.engine.pipeline import evidence_of, select
+from coachctx.engine.pipeline import select
 from coachctx.engine.plan import FragmentState, Plan, Reason
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.prompt import CONTEXT_HEADER, build_naive_prompt, build_prompt, system_block
