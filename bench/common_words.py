@@ -20,15 +20,15 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from coachctx.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
-from coachctx.policy import LANGUAGES
-from coachctx.routing import fuzzy_distance
-from coachctx.text import normalise, unstretch
+from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
+from coachctx.engine.policy import LANGUAGES
+from coachctx.engine.routing import fuzzy_distance
+from coachctx.engine.text import normalise, unstretch
 
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400
 """The function words: each language's commonest words of any length ("the", "when", "still"),
-which no vocabulary term may be (tests/test_vocabulary.py) and `coachctx suggest` never offers."""
+which no vocabulary term may be (tests/engine/test_vocabulary.py) and `coachctx suggest` never offers."""
 EVERYDAY_TOP: Final = 5_000
 """The everyday words per language, of any length: what says which language a question is written
 in, so that a word of that language is not read as another language's term ("tired" is not

@@ -74,9 +74,9 @@ def baseline_median(rows: Sequence[Row], recorded: Mapping[str, int]) -> float:
 
 _BASELINE_SCRIPT: Final = """
 import json, sys
-from coachctx.pipeline import select
-from coachctx.policy import load_policy
-from coachctx.services import FixtureUpstream, fetch_bundle
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import load_policy
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
 policy = load_policy()
 bundle = fetch_bundle(FixtureUpstream(), "maya")
 out = {q: select(q, bundle, policy, tier="paid").tokens["prompt"] for q in json.load(sys.stdin)}

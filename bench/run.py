@@ -42,8 +42,8 @@ from bench.report import (
     token_summary,
 )
 from bench.workload import DEV_QUESTIONS, ROOT, dev_rows, sample_bundles
-from coachctx.fragments import FRAGMENTS
-from coachctx.policy import DEFAULT_POLICY_PATH, load_policy
+from coachctx.engine.fragments import FRAGMENTS
+from coachctx.engine.policy import DEFAULT_POLICY_PATH, load_policy
 
 OUT_DIR = Path(__file__).resolve().parent
 GROWTH_LEVELS = (-1, 0, 1, 2, 4, 8, 16, 32, 64)

@@ -17,13 +17,13 @@ from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
 from streamlit.testing.v1 import AppTest
 
 from coachctx import playground as pg
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import load_policy, parse_policy, policy_to_yaml, read_policy_text
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError
-from coachctx.pipeline import select
-from coachctx.policy import load_policy, parse_policy, policy_to_yaml, read_policy_text
-from coachctx.policy_diff import diff_policies
-from coachctx.services import FixtureUpstream, fetch_bundle
-from coachctx.store import PolicyStore
-from coachctx.trace import parse_trace, replay
+from coachctx.tools.policy_diff import diff_policies
+from coachctx.tools.store import PolicyStore
+from coachctx.tools.trace import parse_trace, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
