@@ -68,6 +68,35 @@ def script_of(ch: str) -> str:
         return "Unknown"
 
 
+def letter_scripts(word: str) -> frozenset[str] | None:
+    """The scripts of the word's letters and marks ("Latin", "Cyrillic", "Devanagari", ...; ASCII
+    digits belong to none), or None when it holds a character of no script (a symbol, a combining
+    accent on a digit): such a word must be stemmed under every algorithm."""
+    if word.isascii():
+        return _LATIN if not word.isdigit() else _NONE
+    scripts: set[str] = set()
+    for ch in word:
+        if ch.isascii():
+            if ch.isalpha():
+                scripts.add("Latin")
+        elif ch.isalpha():
+            scripts.add(script_of(ch))
+        elif unicodedata.category(ch).startswith("M"):
+            # a vowel sign or virama is named after its script ("DEVANAGARI VOWEL SIGN AA"); a
+            # combining accent ("COMBINING ACUTE ACCENT") after none
+            name = unicodedata.name(ch, "").split(" ", 1)[0].title()
+            if name in ("", "Combining"):
+                return None
+            scripts.add(name)
+        else:
+            return None
+    return frozenset(scripts)
+
+
+_LATIN: Final = frozenset({"Latin"})
+_NONE: Final = frozenset[str]()
+
+
 UNSPACED: Final = frozenset({"Han", "Hiragana", "Katakana"})
 
 
@@ -168,7 +197,8 @@ def fold_accents(word: str) -> str:
 
 
 @lru_cache(maxsize=32)
-def _stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-defined]
+def stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-defined]
+    """The Snowball stemmer of an algorithm (PyStemmer's C one where installed), made once."""
     return snowballstemmer.stemmer(algorithm)
 
 
@@ -179,7 +209,7 @@ WHOLE_WORD: Final = "word"
 @lru_cache(maxsize=200_000)
 def stem(word: str, algorithm: str) -> str:
     """The word's stem under a Snowball algorithm, or the word itself under `WHOLE_WORD`."""
-    return word if algorithm == WHOLE_WORD else str(_stemmer(algorithm).stemWord(word))
+    return word if algorithm == WHOLE_WORD else str(stemmer(algorithm).stemWord(word))
 
 
 def stem_variants(word: str, algorithm: str) -> frozenset[str]:
