@@ -63,7 +63,7 @@ ALGORITHMS: Final = tuple(dict.fromkeys(a for a in LANGUAGES.values() if a != "s
 
 
 @lru_cache(maxsize=100_000)
-def word_stems(word: str) -> tuple[tuple[str, frozenset[str]], ...]:
+def word_stems(word: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The word's distinct stems under `ALGORITHMS`, each with the algorithms that give it: usually
     a handful, since most algorithms leave a word alone. Shared by every matcher, so a question word
     is stemmed once per process, not once per matcher and language."""
@@ -71,7 +71,7 @@ def word_stems(word: str) -> tuple[tuple[str, frozenset[str]], ...]:
     groups: dict[str, list[str]] = {word: list(own)}
     for algorithm, stem_word in run:
         groups.setdefault(stem_word(word), []).append(algorithm)
-    return tuple((key, frozenset(algorithms)) for key, algorithms in groups.items() if algorithms)
+    return tuple((key, tuple(algorithms)) for key, algorithms in groups.items() if algorithms)
 
 
 @lru_cache(maxsize=64)

@@ -198,8 +198,13 @@ def fold_accents(word: str) -> str:
 
 @lru_cache(maxsize=32)
 def stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-defined]
-    """The Snowball stemmer of an algorithm (PyStemmer's C one where installed), made once."""
-    return snowballstemmer.stemmer(algorithm)
+    """The Snowball stemmer of an algorithm (PyStemmer's C one where installed), made once.
+    PyStemmer's own cache is turned off: the callers memoise what they stem, and its entries (a
+    list per word stemmed) are objects every full garbage collection would walk."""
+    found = snowballstemmer.stemmer(algorithm)
+    if hasattr(found, "maxCacheSize"):
+        found.maxCacheSize = 0
+    return found
 
 
 WHOLE_WORD: Final = "word"
