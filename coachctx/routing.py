@@ -381,7 +381,7 @@ class TermMatcher:
             if here is None:
                 here = self._starts(w)
             if here:
-                starts.extend((start[0], i, start) for start in here)
+                starts += [(start[0], i, start) for start in here]
                 continue
             readings = readings_seen.get(w)
             if readings is None:
@@ -699,7 +699,27 @@ def contenders_of(scores: Scores, margin: float) -> list[str]:
     return [name for name, value in scores.ranked() if value > 0 and top - value <= margin + 1e-9]
 
 
+ROUTE_MEMO_LIMIT: Final = 4096
+"""Routes memoised per policy (questions that matched the same terms); emptied when this full."""
+
+
 def route(question: str | Tokens, policy: Policy, classifier: Classifier | None) -> Route:
+    if classifier is not None:
+        return _route(question, policy, classifier)
+    # without a model the route is a function of the terms found and the scripts seen: questions
+    # that match alike share one (immutable) Route
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    key = (tuple(vocabulary_matcher(policy).find(tokens)), tokens.scripts)
+    memo: dict[object, Route] = policy.derived("routes", lambda _: {})
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= ROUTE_MEMO_LIMIT:
+            memo.clear()
+        found = memo[key] = _route(tokens, policy, None)
+    return found
+
+
+def _route(question: str | Tokens, policy: Policy, classifier: Classifier | None) -> Route:
     scores = score(question, policy)
     threshold, margin = policy.routing.confident_threshold, policy.routing.margin
     top, top_score = scores.top

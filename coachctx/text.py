@@ -126,6 +126,9 @@ class Tokens:
 
 
 _ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+_ASCII_LETTER: Final = re.compile(r"[a-z]")
+_LONG_ASCII_WORD: Final = re.compile(f"[a-z0-9]{{{MAX_TOKEN_CHARS + 1}}}")
+_LATIN_SCRIPT: Final = ("Latin",)
 
 
 def tokenise(question: str) -> Tokens:
@@ -133,9 +136,12 @@ def tokenise(question: str) -> Tokens:
         # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
         # holds no format characters, and its only letters are Latin
         text = question.lower()
-        ascii_words = [unstretch(w)[:MAX_TOKEN_CHARS] for w in _ASCII_WORD.findall(text)]
-        return Tokens(text=text, words=tuple(ascii_words), unspaced="",
-                      scripts=("Latin",) if any(c.isalpha() for c in text) else (), raw=question)
+        found = _ASCII_WORD.findall(text)
+        if _STRETCHED.search(text) or _LONG_ASCII_WORD.search(text):
+            # a held-down letter or an overlong word: the rare case, word by word
+            found = [unstretch(w)[:MAX_TOKEN_CHARS] for w in found]
+        return Tokens(text=text, words=tuple(found), unspaced="",
+                      scripts=_LATIN_SCRIPT if _ASCII_LETTER.search(text) else (), raw=question)
     text = normalise(question)
     words: list[str] = []
     runs: list[str] = []
