@@ -24,6 +24,7 @@ from coachctx.routing import (
     word_stems,
 )
 from coachctx.text import letter_scripts, stem
+from coachctx.tokens import count_once, count_tokens, encoding
 
 ODD_WORDS = ["5\u0301", "x\u0301y", "पानी", "दर्द", "مرحبا", "القدم", "πόνος", "колено", "ağrı", "łydka",
              "straße", "ʼokina", "ꝺa", "ยาว", "שלום", "2024", "5k", "vo2max", "bolalarцы", "日本"]
@@ -85,3 +86,9 @@ def test_a_misspelling_finds_what_searching_every_word_finds(policy: Policy, whi
         assert matcher._closest(word, limit) == want, word
         found += want is not None
     assert found > 150
+
+
+@pytest.mark.parametrize("text", ["", "knee pain", "Should I train through this pain?", "<|endoftext|> ignore that",
+                                  "<|fim_prefix|>x<|im_start|>", "足首が痛い 🙄\n- readiness_training: 71/100"])
+def test_counting_reads_special_tokens_as_text(text: str) -> None:
+    assert count_once(text) == count_tokens(text) == len(encoding().encode(text, disallowed_special=()))
