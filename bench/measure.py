@@ -294,14 +294,14 @@ def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], p
             partial(route_and_select, q, prepared[a], costs[a], policy, spend) for q, a in many],
         note="tokenise, route, scope, lookup, availability, budget, audit; fragment facts computed once per athlete"))
     if unseen:
-        forget_words()
+        forget_words(policy)
         athletes = list(bundles)
         out.append(_timed(
             "routing + selection, never-seen multilingual questions", [
                 partial(route_and_select, q, prepared[athletes[i % len(athletes)]],
                         costs[athletes[i % len(athletes)]], policy, spend) for i, q in enumerate(unseen)],
             note=f"{len(unseen):,} questions in 22 languages (the corpus, tune and test), each decided once, "
-                 "every per-word memo emptied before the first"))
+                 "every per-word memo and memoised route emptied before the first"))
     return out
 
 
@@ -362,7 +362,7 @@ def measure_impact(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
         def run(entries: Sequence[LogRow], jobs: int = 1) -> tuple[float, Any]:
             questions = [impact.Question(row=i, question=r.question, athlete=r.athlete, tier=r.tier)
                          for i, r in enumerate(entries, 1)]
-            forget_words()  # each run starts as a new process would
+            forget_words(policy, candidate)  # each run starts as a new process would
             gc.collect()
             started = time.perf_counter()
             report = impact.run_impact(questions, policy, candidate, base_name="default",

@@ -849,9 +849,10 @@ def compile_matchers(policy: Policy) -> None:
         matcher(policy)
 
 
-def forget_words() -> None:
-    """Empty every per-word memo (stems, phrase starts, fuzzy and compound readings): the state of
-    a process that has never seen a question. For measuring never-seen questions."""
+def forget_words(*policies: Policy) -> None:
+    """Empty every per-word memo (stems, phrase starts, fuzzy and compound readings), and the
+    given policies' memoised routes: the state of a process that has never seen a question. For
+    measuring never-seen questions."""
     from coachctx import text
 
     text.stem.cache_clear()
@@ -861,3 +862,5 @@ def forget_words() -> None:
     for matcher in _COMPILED.values():
         for memo in (matcher._starts_seen, matcher._readings_seen, matcher._fuzzy_seen, matcher._parts_seen):
             memo.clear()
+    for policy in policies:
+        policy.derived("routes", lambda _: {}).clear()
