@@ -21,7 +21,16 @@ from rapidfuzz.distance import OSA
 
 from coachctx.engine.common_words import common_words, everyday_languages, question_language
 from coachctx.engine.policy import EXACT_MARK, INTENTS, LANGUAGES, Policy
-from coachctx.engine.text import WHOLE_WORD, Tokens, script_of, stem, stem_variants, tokenise
+from coachctx.engine.text import (
+    WHOLE_WORD,
+    Tokens,
+    letter_scripts,
+    script_of,
+    stem,
+    stem_variants,
+    stemmer,
+    tokenise,
+)
 
 MAX_PHRASE_WORDS: Final = 6
 _WORD_CACHE_LIMIT: Final = 50_000
@@ -41,6 +50,55 @@ def fuzzy_distance(word: str) -> int:
     if not word or script_of(word[0]) not in FUZZY_SCRIPTS:
         return 0
     return 2 if len(word) >= 9 else 1 if len(word) >= 5 else 0
+
+STEMMER_SCRIPTS: Final = {"russian": "Cyrillic", "greek": "Greek", "arabic": "Arabic", "hindi": "Devanagari"}
+"""The alphabet of each Snowball algorithm not written in Latin letters; every other one is Latin.
+A stemmer changes only a word that holds letters of its alphabet (tests/test_engine_word_memos.py checks
+each one over the common word lists of every language), so a word of other letters is its own stem
+there and need not be stemmed: "knee" is not run through the Russian, Greek, Arabic and Hindi
+stemmers, nor "колено" through the fourteen Latin ones."""
+_UNSTEMMED: Final = frozenset({WHOLE_WORD, "prefix"})
+ALGORITHMS: Final = tuple(dict.fromkeys(a for a in LANGUAGES.values() if a != "substring"))
+"""Every algorithm a matcher may file a spaced-script term under."""
+
+
+@lru_cache(maxsize=100_000)
+def word_stems(word: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The word's distinct stems under `ALGORITHMS`, each with the algorithms that give it: usually
+    a handful, since most algorithms leave a word alone. Shared by every matcher, so a question word
+    is stemmed once per process, not once per matcher and language."""
+    run, own = _stemmers_for(letter_scripts(word))
+    groups: dict[str, list[str]] = {word: list(own)}
+    for algorithm, stem_word in run:
+        groups.setdefault(stem_word(word), []).append(algorithm)
+    return tuple((key, tuple(algorithms)) for key, algorithms in groups.items() if algorithms)
+
+
+@lru_cache(maxsize=64)
+def _stemmers_for(scripts: frozenset[str] | None) -> tuple[tuple[tuple[str, Callable[[str], str]], ...],
+                                                         tuple[str, ...]]:
+    """(algorithm, its stemming function) for each algorithm that may change a word of these
+    scripts, and the algorithms under which such a word is its own stem."""
+    run = tuple((a, stemmer(a).stemWord) for a in ALGORITHMS if a not in _UNSTEMMED
+                and (scripts is None or STEMMER_SCRIPTS.get(a, "Latin") in scripts))
+    return run, tuple(a for a in ALGORITHMS if a not in dict(run))
+
+
+@lru_cache(maxsize=100_000)
+def part_stems(word: str, algorithm: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The stems of a compound's possible last parts, longest first, and of its possible first
+    parts, longest first (see `TermMatcher._parts`), under a compounding language's algorithm."""
+    scripts = letter_scripts(word)
+    own = scripts is not None and STEMMER_SCRIPTS.get(algorithm, "Latin") not in scripts
+    key: Callable[[str], str] = str if own else stemmer(algorithm).stemWord
+    return (tuple(key(word[j:]) for j in range(MIN_MODIFIER, len(word) - MIN_HEAD + 1)),
+            tuple(key(word[:j]) for j in range(len(word) - MIN_MODIFIER, MIN_HEAD - 1, -1)))
+
+
+def stem_of(word: str, algorithm: str) -> str:
+    """`stem(word, algorithm)`, read from `word_stems`."""
+    return next(key for key, algorithms in word_stems(word) if algorithm in algorithms)
+
 
 COMPOUNDING: Final = frozenset({"german", "dutch", "swedish", "danish", "norwegian", "finnish"})
 """Languages that write a compound as one word ("Knieschmerzen", "kneskader", "polvikipu"): a
@@ -125,10 +183,18 @@ class TermMatcher:
     # (compile, with_term) gets them: which algorithms a word starts a phrase under, substring keys
     # by their first character, the first characters of Hangul prefixes.
     _algorithms: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    _by_stem: dict[str, tuple[tuple[int, str, tuple[_Term, ...], bool], ...]] = field(
+        init=False, compare=False, repr=False)
+    """stem -> (algorithm index, algorithm, one-word terms, whether longer phrases start here) for
+    every algorithm under which that stem starts a phrase; built on first use."""
     _starts_seen: dict[str, tuple[tuple[int, str, tuple[_Term, ...], bool], ...]] = field(
         init=False, compare=False, repr=False)
     _readings_seen: dict[str, tuple[tuple[str, _Term], ...]] = field(init=False, compare=False, repr=False)
-    _fuzzy_windows: dict[tuple[int, int], list[str]] = field(init=False, compare=False, repr=False)
+    _fuzzy_windows: dict[tuple[int, int, str], list[str]] = field(init=False, compare=False, repr=False)
+    _fuzzy_position: dict[str, int] = field(init=False, compare=False, repr=False)
+    _fuzzy_tails: dict[str, list[str]] = field(init=False, compare=False, repr=False)
+    _fuzzy_by_first: dict[str, list[str]] = field(init=False, compare=False, repr=False)
+    _singles_seen: dict[str, frozenset[str]] = field(init=False, compare=False, repr=False)
     _substrings_by_first: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, repr=False)
     _spaced_indexes: tuple[int, ...] = field(init=False, compare=False, repr=False)
     _prefix_firsts: frozenset[str] = field(init=False, compare=False, repr=False)
@@ -140,9 +206,14 @@ class TermMatcher:
         for i, (key, _) in enumerate(self.substrings):
             by_first.setdefault(key[0], []).append(i)
         object.__setattr__(self, "_algorithms", tuple(self.stemmed))
+        object.__setattr__(self, "_by_stem", {})
         object.__setattr__(self, "_starts_seen", {})
         object.__setattr__(self, "_readings_seen", {})
         object.__setattr__(self, "_fuzzy_windows", {})
+        object.__setattr__(self, "_fuzzy_position", {})
+        object.__setattr__(self, "_fuzzy_tails", {})
+        object.__setattr__(self, "_fuzzy_by_first", {})
+        object.__setattr__(self, "_singles_seen", {})
         object.__setattr__(self, "_substrings_by_first", {c: tuple(ix) for c, ix in by_first.items()})
         object.__setattr__(self, "_spaced_indexes", tuple(i for i, (k, _) in enumerate(self.substrings) if " " in k))
         object.__setattr__(self, "_prefix_firsts", frozenset(k[0] for k in self.prefix_index if k))
@@ -260,23 +331,28 @@ class TermMatcher:
 
     def _starts(self, word: str) -> tuple[tuple[int, str, tuple[_Term, ...], bool], ...]:
         """(algorithm index, stem, the one-word terms, whether longer phrases start here) for every
-        algorithm under which this word's stem starts some phrase: one dict lookup per word once
-        seen, instead of one per word and language."""
+        algorithm under which this word's stem starts some phrase: one lookup per distinct stem of
+        the word (`word_stems`, shared by every matcher), instead of one per algorithm."""
         starts = self._starts_seen.get(word)
         if starts is None:
-            found = []
-            # a number is its own stem in every Snowball language: no stemmer need see it
-            plain = word.isascii() and word.isdigit()
-            for ai, algorithm in enumerate(self._algorithms):
-                first = word if plain or algorithm == "prefix" else stem(word, algorithm)
-                if first in self.firsts[algorithm]:
-                    found.append((ai, first, self.stemmed[algorithm].get((first,), ()),
-                                  (first,) in self._heads[algorithm]))
-            starts = tuple(found)
+            by_stem = self._by_stem or self._index_stems()
+            found = [(ai, first, singles, longer)
+                     for first, algorithms in word_stems(word)
+                     for ai, algorithm, singles, longer in by_stem.get(first, ()) if algorithm in algorithms]
+            starts = tuple(sorted(found, key=lambda start: start[0]))
             if len(self._starts_seen) >= _WORD_CACHE_LIMIT:
                 self._starts_seen.clear()
             self._starts_seen[word] = starts
         return starts
+
+    def _index_stems(self) -> dict[str, tuple[tuple[int, str, tuple[_Term, ...], bool], ...]]:
+        by_stem: dict[str, list[tuple[int, str, tuple[_Term, ...], bool]]] = {}
+        for ai, algorithm in enumerate(self._algorithms):
+            phrases, heads = self.stemmed[algorithm], self._heads[algorithm]
+            for first in self.firsts[algorithm]:
+                by_stem.setdefault(first, []).append((ai, algorithm, phrases.get((first,), ()), (first,) in heads))
+        self._by_stem.update({first: tuple(entries) for first, entries in by_stem.items()})
+        return self._by_stem
 
     def _find(self, tokens: Tokens) -> list[_Term]:
         found: dict[tuple[str, str], _Term] = {}
@@ -309,7 +385,7 @@ class TermMatcher:
             if here is None:
                 here = self._starts(w)
             if here:
-                starts.extend((start[0], i, start) for start in here)
+                starts += [(start[0], i, start) for start in here]
                 continue
             readings = readings_seen.get(w)
             if readings is None:
@@ -388,11 +464,12 @@ class TermMatcher:
             # in the table's own order: a set's order changes with each process's hash seed, and the
             # first language to find a part decides its weight
             for algorithm in (a for a in self.stemmed if a in COMPOUNDING):
-                table = self.stemmed[algorithm]
-                heads = (table.get((stem(word[j:], algorithm),)) for j in range(MIN_MODIFIER, len(word) - MIN_HEAD + 1))
-                modifiers = (table.get((stem(word[:j], algorithm),))
-                             for j in range(len(word) - MIN_MODIFIER, MIN_HEAD - 1, -1))
-                for entries in (next((e for e in heads if e), ()), next((e for e in modifiers if e), ())):
+                table, singles = self.stemmed[algorithm], self._singles(algorithm)
+                heads, modifiers = part_stems(word, algorithm)
+                if singles.isdisjoint(heads) and singles.isdisjoint(modifiers):
+                    continue  # the usual answer, found without a lookup per part
+                for entries in (next((table[(k,)] for k in heads if k in singles), ()),
+                                next((table[(k,)] for k in modifiers if k in singles), ())):
                     for e in entries:
                         parts.setdefault((e.label, e.term), _Term(
                             e.label, f"{e.term} (part of: {word})", round(e.weight * PART_FACTOR, 6), e.language))
@@ -402,6 +479,13 @@ class TermMatcher:
         found = tuple(parts.values())
         if len(self._parts_seen) < 50_000:
             self._parts_seen[word] = found
+        return found
+
+    def _singles(self, algorithm: str) -> frozenset[str]:
+        """The stems the table has a one-word term for, under one algorithm."""
+        found = self._singles_seen.get(algorithm)
+        if found is None:
+            found = self._singles_seen[algorithm] = frozenset(p[0] for p in self.stemmed[algorithm] if len(p) == 1)
         return found
 
     def _unclitic(self, word: str) -> tuple[_Term, ...]:
@@ -416,14 +500,52 @@ class TermMatcher:
                     return tuple(_Term(e.label, f"{e.term} (part of: {word})", e.weight, e.language) for e in entries)
         return ()
 
-    def _fuzzy_window(self, length: int, limit: int) -> list[str]:
-        """The fuzzy words within `limit` letters of `length`, in the table's order: a word further
-        off in length is further off in edit distance, so leaving it out changes no answer."""
-        key = (length, limit)
+    def _closest(self, word: str, limit: int) -> tuple[str, int] | None:
+        """The fuzzy word a misspelling stands for: the nearest within `limit` edits (optimal string
+        alignment), the earliest in the table's order on a tie, with its distance, when it starts
+        with the word's letter; else None. Searched among the words of that letter first, which is
+        all it takes unless a word of another letter is as near and earlier: at one edit those are
+        found by looking up the word's edits at its front, at two by the whole window."""
+        same = process.extractOne(word, self._fuzzy_window(len(word), limit, word[0]), scorer=OSA.distance,
+                                  score_cutoff=limit, processor=None)
+        if same is None:
+            return None
+        if same[1] == 1:
+            position = self._fuzzy_position[same[0]]
+            return None if any(i < position for i in self._one_edit_elsewhere(word)) else (same[0], 1)
+        best = process.extractOne(word, self._fuzzy_window(len(word), limit), scorer=OSA.distance,
+                                  score_cutoff=limit, processor=None)
+        return (best[0], best[1]) if best is not None and best[0][0] == word[0] else None
+
+    def _fuzzy_window(self, length: int, limit: int, first: str = "") -> list[str]:
+        """The fuzzy words within `limit` letters of `length` (starting with `first`, when given),
+        in the table's order: a word further off in length is further off in edit distance, so
+        leaving it out changes no answer."""
+        key = (length, limit, first)
         window = self._fuzzy_windows.get(key)
         if window is None:
-            window = self._fuzzy_windows[key] = [w for w in self.fuzzy if abs(len(w) - length) <= limit]
+            words = self._fuzzy_index()[2].get(first, ()) if first else self.fuzzy
+            window = self._fuzzy_windows[key] = [w for w in words if abs(len(w) - length) <= limit]
         return window
+
+    def _fuzzy_index(self) -> tuple[dict[str, int], dict[str, list[str]], dict[str, list[str]]]:
+        """(fuzzy word -> its position, its tail -> the words ending so, its first letter -> the
+        words starting so), in the table's order; made on the first misspelling."""
+        positions, tails, by_first = self._fuzzy_position, self._fuzzy_tails, self._fuzzy_by_first
+        if not positions and self.fuzzy:
+            positions.update({w: i for i, w in enumerate(self.fuzzy)})
+            for w in positions:
+                tails.setdefault(w[1:], []).append(w)
+                by_first.setdefault(w[0], []).append(w)
+        return positions, tails, by_first
+
+    def _one_edit_elsewhere(self, word: str) -> list[int]:
+        """Positions of the fuzzy words one edit from `word` that start with another letter: the
+        edit is at the front, so they are its first letter replaced, dropped or preceded by another,
+        or its first two letters swapped."""
+        positions, tails, _ = self._fuzzy_index()
+        nearby = (*tails.get(word[1:], ()), *tails.get(word, ()), word[1:], word[1:2] + word[:1] + word[2:])
+        return [positions[w] for w in nearby if w in positions and w[0] != word[0]]
 
     def _near(self, word: str) -> tuple[_Term, ...]:
         """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word
@@ -435,9 +557,8 @@ class TermMatcher:
         near: tuple[_Term, ...] = ()
         limit = fuzzy_distance(word)
         if limit and word.isalpha() and word not in self.fuzzy and word not in common_words():
-            best = process.extractOne(word, self._fuzzy_window(len(word), limit), scorer=OSA.distance,
-                                      score_cutoff=limit, processor=None)
-            if best is not None and best[0][0] == word[0] and fuzzy_distance(best[0]) >= best[1]:
+            best = self._closest(word, limit)
+            if best is not None and fuzzy_distance(best[0]) >= best[1]:
                 near = tuple(_Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6), e.language)
                              for e in self.fuzzy[best[0]])
         if len(self._fuzzy_seen) < 50_000:
@@ -600,7 +721,27 @@ def contenders_of(scores: Scores, margin: float) -> list[str]:
     return [name for name, value in scores.ranked() if value > 0 and top - value <= margin + 1e-9]
 
 
+ROUTE_MEMO_LIMIT: Final = 4096
+"""Routes memoised per policy (questions that matched the same terms); emptied when this full."""
+
+
 def route(question: str | Tokens, policy: Policy, classifier: Classifier | None) -> Route:
+    if classifier is not None:
+        return _route(question, policy, classifier)
+    # without a model the route is a function of the terms found and the scripts seen: questions
+    # that match alike share one (immutable) Route
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    key = (tuple(vocabulary_matcher(policy).find(tokens)), tokens.scripts)
+    memo: dict[object, Route] = policy.derived("routes", lambda _: {})
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= ROUTE_MEMO_LIMIT:
+            memo.clear()
+        found = memo[key] = _route(tokens, policy, None)
+    return found
+
+
+def _route(question: str | Tokens, policy: Policy, classifier: Classifier | None) -> Route:
     scores = score(question, policy)
     threshold, margin = policy.routing.confident_threshold, policy.routing.margin
     top, top_score = scores.top
@@ -730,13 +871,18 @@ def compile_matchers(policy: Policy) -> None:
         matcher(policy)
 
 
-def forget_words() -> None:
-    """Empty every per-word memo (stems, phrase starts, fuzzy and compound readings): the state of
-    a process that has never seen a question. For measuring never-seen questions."""
+def forget_words(*policies: Policy) -> None:
+    """Empty every per-word memo (stems, phrase starts, fuzzy and compound readings), and the
+    given policies' memoised routes: the state of a process that has never seen a question. For
+    measuring never-seen questions."""
     from coachctx.engine import text
 
     text.stem.cache_clear()
     text.unstretch.cache_clear()
+    word_stems.cache_clear()
+    part_stems.cache_clear()
     for matcher in _COMPILED.values():
         for memo in (matcher._starts_seen, matcher._readings_seen, matcher._fuzzy_seen, matcher._parts_seen):
             memo.clear()
+    for policy in policies:
+        policy.derived("routes", lambda _: {}).clear()

@@ -68,6 +68,35 @@ def script_of(ch: str) -> str:
         return "Unknown"
 
 
+def letter_scripts(word: str) -> frozenset[str] | None:
+    """The scripts of the word's letters and marks ("Latin", "Cyrillic", "Devanagari", ...; ASCII
+    digits belong to none), or None when it holds a character of no script (a symbol, a combining
+    accent on a digit): such a word must be stemmed under every algorithm."""
+    if word.isascii():
+        return _LATIN if not word.isdigit() else _NONE
+    scripts: set[str] = set()
+    for ch in word:
+        if ch.isascii():
+            if ch.isalpha():
+                scripts.add("Latin")
+        elif ch.isalpha():
+            scripts.add(script_of(ch))
+        elif unicodedata.category(ch).startswith("M"):
+            # a vowel sign or virama is named after its script ("DEVANAGARI VOWEL SIGN AA"); a
+            # combining accent ("COMBINING ACUTE ACCENT") after none
+            name = unicodedata.name(ch, "").split(" ", 1)[0].title()
+            if name in ("", "Combining"):
+                return None
+            scripts.add(name)
+        else:
+            return None
+    return frozenset(scripts)
+
+
+_LATIN: Final = frozenset({"Latin"})
+_NONE: Final = frozenset[str]()
+
+
 UNSPACED: Final = frozenset({"Han", "Hiragana", "Katakana"})
 
 
@@ -97,6 +126,9 @@ class Tokens:
 
 
 _ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+_ASCII_LETTER: Final = re.compile(r"[a-z]")
+_LONG_ASCII_WORD: Final = re.compile(f"[a-z0-9]{{{MAX_TOKEN_CHARS + 1}}}")
+_LATIN_SCRIPT: Final = ("Latin",)
 
 
 def tokenise(question: str) -> Tokens:
@@ -104,9 +136,12 @@ def tokenise(question: str) -> Tokens:
         # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
         # holds no format characters, and its only letters are Latin
         text = question.lower()
-        ascii_words = [unstretch(w)[:MAX_TOKEN_CHARS] for w in _ASCII_WORD.findall(text)]
-        return Tokens(text=text, words=tuple(ascii_words), unspaced="",
-                      scripts=("Latin",) if any(c.isalpha() for c in text) else (), raw=question)
+        found = _ASCII_WORD.findall(text)
+        if _STRETCHED.search(text) or _LONG_ASCII_WORD.search(text):
+            # a held-down letter or an overlong word: the rare case, word by word
+            found = [unstretch(w)[:MAX_TOKEN_CHARS] for w in found]
+        return Tokens(text=text, words=tuple(found), unspaced="",
+                      scripts=_LATIN_SCRIPT if _ASCII_LETTER.search(text) else (), raw=question)
     text = normalise(question)
     words: list[str] = []
     runs: list[str] = []
@@ -168,8 +203,14 @@ def fold_accents(word: str) -> str:
 
 
 @lru_cache(maxsize=32)
-def _stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-defined]
-    return snowballstemmer.stemmer(algorithm)
+def stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-defined]
+    """The Snowball stemmer of an algorithm (PyStemmer's C one where installed), made once.
+    PyStemmer's own cache is turned off: the callers memoise what they stem, and its entries (a
+    list per word stemmed) are objects every full garbage collection would walk."""
+    found = snowballstemmer.stemmer(algorithm)
+    if hasattr(found, "maxCacheSize"):
+        found.maxCacheSize = 0
+    return found
 
 
 WHOLE_WORD: Final = "word"
@@ -179,7 +220,7 @@ WHOLE_WORD: Final = "word"
 @lru_cache(maxsize=200_000)
 def stem(word: str, algorithm: str) -> str:
     """The word's stem under a Snowball algorithm, or the word itself under `WHOLE_WORD`."""
-    return word if algorithm == WHOLE_WORD else str(_stemmer(algorithm).stemWord(word))
+    return word if algorithm == WHOLE_WORD else str(stemmer(algorithm).stemWord(word))
 
 
 def stem_variants(word: str, algorithm: str) -> frozenset[str]:

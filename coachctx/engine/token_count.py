@@ -19,13 +19,15 @@ def encoding() -> tiktoken.Encoding:
 @lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
     """Tokens of a text that recurs (a fragment line, a system block): cached."""
-    return len(encoding().encode(text, disallowed_special=()))
+    return count_once(text)
 
 
 def count_once(text: str) -> int:
     """Tokens of a text unlikely to recur (a question): not cached, so a log of distinct questions
-    does not push the recurring pieces out of `count_tokens`' cache."""
-    return len(encoding().encode(text, disallowed_special=()))
+    does not push the recurring pieces out of `count_tokens`' cache. A special token's text
+    ("<|endoftext|>") counts as ordinary text, as `encode(text, disallowed_special=())` does;
+    `encode_ordinary` gives the same tokens without looking for special ones, about twice as fast."""
+    return len(encoding().encode_ordinary(text))
 
 
 def count_messages(messages: list[dict[str, str]]) -> int:
