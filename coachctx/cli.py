@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from coachctx import cli_store, cli_suggest
+from coachctx import cli_labels, cli_store, cli_suggest
 from coachctx.classifier import classifier_from_env
 from coachctx.cli_store import shown, whole_number
 from coachctx.decision import Decision
@@ -76,9 +76,10 @@ def _add_policy_version(p: argparse.ArgumentParser) -> None:
 
 def _register_extensions(sub: Any) -> None:
     """Subcommands that live in other modules: `policy` and `impact` (cli_store.py), `suggest`
-    (cli_suggest.py)."""
+    (cli_suggest.py), `labels` (cli_labels.py)."""
     cli_store.register(sub)
     cli_suggest.register(sub)
+    cli_labels.register(sub)
 
 
 def _policy(path: str | None) -> tuple[Policy, str]:
@@ -261,7 +262,8 @@ def cmd_athletes(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"explain": cmd_explain, "replay": cmd_replay, "check-policy": cmd_check_policy,
-            "athletes": cmd_athletes, **cli_store.COMMANDS, **cli_suggest.COMMANDS}
+            "athletes": cmd_athletes, **cli_store.COMMANDS, **cli_suggest.COMMANDS,
+            **cli_labels.COMMANDS}
 
 
 def _tolerate_unencodable_output() -> None:
