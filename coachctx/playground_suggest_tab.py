@@ -34,16 +34,25 @@ BEFORE: Final = "suggest_before"
 
 # --- the author, kept in the session for every label and save ---------------------------------
 
+AUTHOR: Final = "coach_name"
+"""Session key: the name last typed in any of these inputs (the Versions tab's author is its
+default, never written: two widgets sharing one key race each other in the browser)."""
+
 
 def _keep_author(widget_key: str) -> None:
-    st.session_state["author"] = st.session_state.get(widget_key) or ""
+    st.session_state[AUTHOR] = st.session_state.get(widget_key) or ""
 
 
-def author_input(key: str) -> str:
-    """A text input for who is labelling or saving, showing (and setting) the session's author."""
+def session_author() -> str:
+    ss = st.session_state
+    return str(ss.get(AUTHOR) or ss.get("author") or "").strip()
+
+
+def author_input(key: str, label: str) -> str:
+    """A text input for who is labelling or saving, showing (and setting) the session's name."""
     widget_key = f"{key}.author"
-    st.session_state[widget_key] = st.session_state.get("author") or ""
-    value = st.text_input("Your name", key=widget_key, max_chars=MAX_AUTHOR_CHARS, on_change=_keep_author,
+    st.session_state[widget_key] = session_author()
+    value = st.text_input(label, key=widget_key, max_chars=MAX_AUTHOR_CHARS, on_change=_keep_author,
                           args=(widget_key,), placeholder="who says so (kept for this session)")
     return str(value or "")
 
@@ -54,7 +63,7 @@ def author_input(key: str) -> str:
 def _store_label(key: str, decision: Mapping[str, Any], store: PolicyStore) -> None:
     ss = st.session_state
     label = pl.label_of_decision(decision, intents=ss.get(f"{key}.intents") or [], needs=ss.get(f"{key}.needs") or [],
-                                 author=ss.get("author") or "")
+                                 author=session_author())
     try:
         stored = store.add_question_label(label)
     except CoachctxError as e:
@@ -83,10 +92,10 @@ def render_label_control(decision: Mapping[str, Any], *, key: str, store: Policy
         c2.multiselect("The answer needed (optional)", FRAGMENT_NAMES, key=f"{key}.needs",
                        format_func=lambda f: f"{pg.fragment_title(f)} ({f})",
                        help="Facts an expert coach would insist are in the prompt (the corpus's `needs`).")
-        author_input(key)
+        author_input(key, "Labelled by")
         ss = st.session_state
         missing = "pick the intent(s) first" if not ss.get(f"{key}.intents") else (
-            "type your name first" if not (ss.get("author") or "").strip() else None)
+            "type your name first" if not session_author() else None)
         st.button("Store this label", key=f"{key}.store", on_click=_store_label, args=(key, dict(decision), store),
                   disabled=missing is not None, icon=":material/bookmark_add:", help=missing)
         status = ss.get(f"{key}.status")
@@ -250,7 +259,7 @@ def _save(store: PolicyStore) -> None:
     label = None if label in (None, NO_LABEL) else str(label)
     try:
         version = store.save(ss["policy_yaml"], message=ss.get("suggest_save_message") or "",
-                             author=ss.get("author") or "", label=label, base=ss.get("draft_base"), source="the draft")
+                             author=session_author(), label=label, base=ss.get("draft_base"), source="the draft")
     except CoachctxError as e:  # a StaleSaveError's message says who saved what, and what to do
         ss["suggest_save_status"] = ("error", f"Not saved: {e}")
         return
@@ -267,13 +276,13 @@ def _render_save(inputs: SuggestInputs) -> None:
     store = inputs.store
     assert store is not None
     st.subheader("Save the draft as a version")
-    st.text_input("What changed and why", key="suggest_save_message", max_chars=MAX_MESSAGE_CHARS)
+    st.text_input("Message for the version", key="suggest_save_message", max_chars=MAX_MESSAGE_CHARS)
     options = [NO_LABEL, *dict.fromkeys(["live", "draft", *inputs.labels])]
     wanted = pg.default_save_label(inputs.labels, ss.get("draft_base"))
     st.selectbox("Then point this label at it", options, key="suggest_save_label",
                  index=options.index(wanted) if wanted in options else 0,
                  help="A label only moves if it still points at the version your draft is based on.")
-    author_input("suggest_save")
+    author_input("suggest_save", "Saved by")
     st.button("Save the draft as a version", key="suggest_save", type="primary", on_click=_save, args=(store,),
               disabled=not inputs.draft_ok, icon=":material/save:")
 
