@@ -26,17 +26,26 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from coachctx import playground as pg
 from coachctx import playground_suggest_tab as suggest_tab
-from coachctx.classifier import OpenAIClassifier
-from coachctx.decision import Decision
+from coachctx.engine.decision import Decision
+from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS, select
+from coachctx.engine.policy import (
+    DEFAULT_POLICY_PATH,
+    INTENTS,
+    SCOPES,
+    Policy,
+    parse_policy,
+    read_policy_text,
+)
+from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
 from coachctx.errors import CoachctxError, PolicyError, TraceError
-from coachctx.fragments import FRAGMENT_NAMES
-from coachctx.impact import ImpactReport, QuestionSet, read_questions, run_impact
-from coachctx.lint import Finding, errors, lint_policy
-from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS, select
-from coachctx.policy import DEFAULT_POLICY_PATH, INTENTS, SCOPES, Policy, parse_policy, read_policy_text
-from coachctx.policy_diff import diff_policies
-from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
-from coachctx.store import (
+from coachctx.model import OpenAIClassifier
+from coachctx.tools.impact import run_impact
+from coachctx.tools.impact_report import ImpactReport
+from coachctx.tools.lint import Finding, errors, lint_policy
+from coachctx.tools.policy_diff import diff_policies
+from coachctx.tools.questions import QuestionSet, read_questions
+from coachctx.tools.store import (
     MAX_AUTHOR_CHARS,
     MAX_MESSAGE_CHARS,
     STORE_ENV,
@@ -47,7 +56,7 @@ from coachctx.store import (
     based_on,
     default_store_url,
 )
-from coachctx.trace import MAX_TRACE_BYTES, parse_trace, replay
+from coachctx.tools.trace import MAX_TRACE_BYTES, parse_trace, replay
 
 CHECKED_IN = "policy/default.yaml"
 ICON = Path(__file__).resolve().parent / "assets" / "favicon.png"

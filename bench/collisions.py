@@ -10,7 +10,7 @@ which ship with the package: nothing is downloaded), runs each through the term'
 
 A collision is not always wrong: "marathon" is the same word in a dozen languages. Those the
 policy accepts are listed in `ACCEPTED`, each for the languages it may meet; anything else is a
-finding. `tests/test_vocabulary.py` runs this over the default policy.
+finding. `tests/engine/test_vocabulary.py` runs this over the default policy.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
-from coachctx.policy import LANGUAGES, Policy, load_policy
-from coachctx.routing import term_matching
-from coachctx.text import UNSPACED, normalise, script_of, stem, stem_variants, tokenise
+from coachctx.engine.policy import LANGUAGES, Policy, load_policy
+from coachctx.engine.routing import term_matching
+from coachctx.engine.text import UNSPACED, normalise, script_of, stem, stem_variants, tokenise
 
 WORDFREQ_CODES: Final[Mapping[str, str]] = {"no": "nb"}
 """Policy language code -> wordfreq's, where they differ."""

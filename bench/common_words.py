@@ -20,15 +20,19 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from coachctx.common_words import COMMON_WORDS_FILE, FUNCTION_WORDS_FILE
-from coachctx.policy import LANGUAGES
-from coachctx.routing import fuzzy_distance
-from coachctx.text import normalise, unstretch
+from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
+from coachctx.engine.policy import LANGUAGES
+from coachctx.engine.routing import fuzzy_distance
+from coachctx.engine.text import normalise, unstretch
 
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400
 """The function words: each language's commonest words of any length ("the", "when", "still"),
-which no vocabulary term may be (tests/test_vocabulary.py) and `coachctx suggest` never offers."""
+which no vocabulary term may be (tests/engine/test_vocabulary.py) and `coachctx suggest` never offers."""
+EVERYDAY_TOP: Final = 5_000
+"""The everyday words per language, of any length: what says which language a question is written
+in, so that a word of that language is not read as another language's term ("tired" is not
+Spanish "tirada", "stretch" not Swedish "stretcha")."""
 WORDFREQ_CODES: Final = {"no": "nb"}
 
 
@@ -50,6 +54,20 @@ def function_words() -> list[str]:
     return common_words(FUNCTION_TOP, typo_length_only=False)
 
 
+def everyday_words(top: int = EVERYDAY_TOP) -> list[str]:
+    """One line per spaced-script language: its code, a tab, its `top` commonest words."""
+    from wordfreq import top_n_list
+
+    lines = []
+    for language, mode in LANGUAGES.items():
+        if mode in ("substring", "prefix"):
+            continue
+        words = dict.fromkeys(w for w in (unstretch(normalise(w)) for w in
+                                          top_n_list(WORDFREQ_CODES.get(language, language), top)) if w.isalpha())
+        lines.append(f"{language}\t{' '.join(words)}")
+    return lines
+
+
 def render(words: Sequence[str]) -> bytes:
     # mtime=0: the same words give the same bytes, so --check can compare them
     return gzip.compress(("\n".join(words) + "\n").encode("utf-8"), mtime=0)
@@ -60,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if the shipped file differs from a fresh one")
     args = parser.parse_args(argv)
     stale = []
-    for path, words in ((COMMON_WORDS_FILE, common_words()), (FUNCTION_WORDS_FILE, function_words())):
+    for path, words in ((COMMON_WORDS_FILE, common_words()), (FUNCTION_WORDS_FILE, function_words()),
+                        (EVERYDAY_WORDS_FILE, everyday_words())):
         data = render(words)
         if args.check:
             if path.read_bytes() != data:

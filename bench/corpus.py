@@ -26,8 +26,10 @@ from bench.measure import QualityRow
 from bench.workload import ROOT, Row, dev_rows
 
 CORPUS: Final = ROOT / "corpus"
-SPLITS: Final = ("tune", "test", "holdout")
-"""The corpus halves, and the hold-out set written after the vocabulary work (corpus/holdout.yaml)."""
+SPLITS: Final = ("tune", "test", "holdout", "holdout2")
+"""The corpus halves, the hold-out set written after the vocabulary work of 2026-12-03
+(corpus/holdout.yaml, read on 2026-12-04 and tuning data since), and the one written on 2026-12-04
+(corpus/holdout2.yaml, only measured)."""
 BASELINE_FILE: Final = CORPUS / "baseline_prompt_tokens.json"
 BASELINE_COMMIT: Final = "27f603f"
 """The last commit before issue 8's engine changes (3583162)."""
@@ -72,9 +74,9 @@ def baseline_median(rows: Sequence[Row], recorded: Mapping[str, int]) -> float:
 
 _BASELINE_SCRIPT: Final = """
 import json, sys
-from coachctx.pipeline import select
-from coachctx.policy import load_policy
-from coachctx.services import FixtureUpstream, fetch_bundle
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import load_policy
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
 policy = load_policy()
 bundle = fetch_bundle(FixtureUpstream(), "maya")
 out = {q: select(q, bundle, policy, tier="paid").tokens["prompt"] for q in json.load(sys.stdin)}

@@ -26,8 +26,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, Final
 
-from coachctx.fragments import FRAGMENTS, ServiceName
-from coachctx.services import Response, Upstream
+from coachctx.engine.fragments import FRAGMENTS, ServiceName
+from coachctx.engine.services import Response, Upstream
 
 FIELDS_PER_LEVEL: Final = 6
 FACT_KEYS_PER_LEVEL: Final = 2

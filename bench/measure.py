@@ -17,13 +17,13 @@ from typing import Any
 
 from bench.grow import GrowingUpstream
 from bench.workload import ROOT, LogRow, Row, oracle_tokens, question_log, rebuilt_prompt_tokens
-from coachctx.audit import audit
-from coachctx.availability import CostMode, FragmentFact, facts
-from coachctx.decision import Decision
-from coachctx.pipeline import check_question, plan_for, select
-from coachctx.plan import Plan
-from coachctx.policy import Policy
-from coachctx.routing import (
+from coachctx.engine.audit import audit
+from coachctx.engine.availability import CostMode, FragmentFact, facts
+from coachctx.engine.decision import Decision
+from coachctx.engine.pipeline import check_question, plan_for, select
+from coachctx.engine.plan import Plan
+from coachctx.engine.policy import Policy
+from coachctx.engine.routing import (
     ModelAnswer,
     clinical_terms_in,
     forget_words,
@@ -31,9 +31,9 @@ from coachctx.routing import (
     named_fragments_in,
     route,
 )
-from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
-from coachctx.text import tokenise
-from coachctx.tokens import count_tokens, encoding
+from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
+from coachctx.engine.text import tokenise
+from coachctx.engine.token_count import count_tokens, encoding
 
 # --- 1. tokens ---------------------------------------------------------------------------------
 
@@ -223,7 +223,7 @@ def route_and_select(question: str, fragment_facts: Mapping[str, FragmentFact], 
     effective, _ = infer_scope(tokens, policy)
     clinical = clinical_terms_in(tokens, policy)
     plan = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
-                    named=named_fragments_in(tokens, policy)).plan
+                    named=named_fragments_in(tokens, policy))
     audit(decided, plan, policy, clinical)
     return plan
 
@@ -271,10 +271,10 @@ def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], p
                                 "every line rendered and counted, the prompt counted from its pieces"))
     # tiktoken's own rate on the texts those decisions must count: the limit a decision cannot beat
     texts = [texts_to_count(select(q, bundles[a], policy, count_naive=False)) for q, a in cold]
-    encode = encoding().encode
+    encode = encoding().encode_ordinary  # what count_tokens calls: the fastest way tiktoken offers
     out.append(_timed("tiktoken alone: encode the texts each decision above must count", [
-        partial(lambda ts: [encode(t, disallowed_special=()) for t in ts], ts) for ts in texts],
-        note="tiktoken's encode on the same decisions' fragment lines, system message and question"))
+        partial(lambda ts: [encode(t) for t in ts], ts) for ts in texts],
+        note="tiktoken's encode_ordinary on the same decisions' fragment lines, system message and question"))
     warm = _workload(rows, bundles, n_warm)
     for q, a in warm[: len(rows) * len(bundles)]:
         select(q, bundles[a], policy)
@@ -294,14 +294,14 @@ def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], p
             partial(route_and_select, q, prepared[a], costs[a], policy, spend) for q, a in many],
         note="tokenise, route, scope, lookup, availability, budget, audit; fragment facts computed once per athlete"))
     if unseen:
-        forget_words()
+        forget_words(policy)
         athletes = list(bundles)
         out.append(_timed(
             "routing + selection, never-seen multilingual questions", [
                 partial(route_and_select, q, prepared[athletes[i % len(athletes)]],
                         costs[athletes[i % len(athletes)]], policy, spend) for i, q in enumerate(unseen)],
             note=f"{len(unseen):,} questions in 22 languages (the corpus, tune and test), each decided once, "
-                 "every per-word memo emptied before the first"))
+                 "every per-word memo and memoised route emptied before the first"))
     return out
 
 
@@ -330,7 +330,7 @@ def candidate_policy(policy: Policy) -> tuple[Policy, str]:
 
 
 def impact_available() -> bool:
-    return importlib.util.find_spec("coachctx.impact") is not None
+    return importlib.util.find_spec("coachctx.tools.impact") is not None
 
 
 @contextlib.contextmanager
@@ -355,14 +355,15 @@ def measure_impact(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
     distinct_log = question_log(rows, athletes, n_distinct, distinct=True)
     distinct_texts = len({r.question for r in log})
     if impact_available():
-        from coachctx import impact
+        from coachctx.tools import impact
+        from coachctx.tools.questions import Question
 
         candidate, change = candidate_policy(policy)
 
         def run(entries: Sequence[LogRow], jobs: int = 1) -> tuple[float, Any]:
-            questions = [impact.Question(row=i, question=r.question, athlete=r.athlete, tier=r.tier)
+            questions = [Question(row=i, question=r.question, athlete=r.athlete, tier=r.tier)
                          for i, r in enumerate(entries, 1)]
-            forget_words()  # each run starts as a new process would
+            forget_words(policy, candidate)  # each run starts as a new process would
             gc.collect()
             started = time.perf_counter()
             report = impact.run_impact(questions, policy, candidate, base_name="default",
@@ -383,7 +384,7 @@ def measure_impact(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
                 Timing(f"impact.run_impact(jobs={jobs}), {n_distinct:,} all-distinct questions", n_distinct,
                        seconds_jobs, note=f"{jobs} worker processes, unpinned ({cores}); the same rows as one process"),
             ],
-            method="coachctx.impact.run_impact (default policy vs a candidate)",
+            method="coachctx.tools.impact.run_impact (default policy vs a candidate)",
             changed=report.summary()["changed"], distinct_texts=distinct_texts, candidate_change=change)
     # no impact module: select() over the same log, bundles reused
     gc.collect()
@@ -393,8 +394,8 @@ def measure_impact(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
     seconds = time.perf_counter() - started
     return ImpactResult(
         timings=[Timing(f"select() over {n:,} logged questions", n, seconds,
-                        note="coachctx.impact not importable: select() with bundles reused, one policy")],
-        method="select() loop (coachctx.impact was not importable)", distinct_texts=distinct_texts)
+                        note="coachctx.tools.impact not importable: select() with bundles reused, one policy")],
+        method="select() loop (coachctx.tools.impact was not importable)", distinct_texts=distinct_texts)
 
 
 @dataclass(frozen=True)

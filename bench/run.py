@@ -15,7 +15,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import grow
-from bench.corpus import BASELINE_COMMIT, baseline_median, baseline_tokens, corpus_rows
+from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
 from bench.measure import (
     measure_app,
@@ -42,8 +42,8 @@ from bench.report import (
     token_summary,
 )
 from bench.workload import DEV_QUESTIONS, ROOT, dev_rows, sample_bundles
-from coachctx.fragments import FRAGMENTS
-from coachctx.policy import DEFAULT_POLICY_PATH, load_policy
+from coachctx.engine.fragments import FRAGMENTS
+from coachctx.engine.policy import DEFAULT_POLICY_PATH, load_policy
 
 OUT_DIR = Path(__file__).resolve().parent
 GROWTH_LEVELS = (-1, 0, 1, 2, 4, 8, 16, 32, 64)
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     step("quality")
     quality = measure_quality(rows, bundles, policy)
     step("quality: the fresh-question corpus")
-    halves = {split: corpus_rows(split) for split in ("tune", "test", "holdout")}
+    halves = {split: corpus_rows(split) for split in SPLITS}
     decided = {split: measure_quality(rs, bundles, policy) for split, rs in halves.items()}
     recorded = baseline_tokens()
     baselines = {split: baseline_median(rs, recorded) for split, rs in halves.items()}

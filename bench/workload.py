@@ -11,9 +11,9 @@ from typing import Final
 
 import yaml
 
-from coachctx.decision import Decision
-from coachctx.prompt import build_prompt, system_block
-from coachctx.services import Bundle, ConditionsCache, FixtureUpstream, fetch_bundle
+from coachctx.engine.decision import Decision
+from coachctx.engine.prompt import build_prompt, system_block
+from coachctx.engine.services import Bundle, ConditionsCache, FixtureUpstream, fetch_bundle
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DEV_QUESTIONS: Final = ROOT / "tests" / "data" / "questions" / "dev.yaml"

@@ -1,13 +1,13 @@
 """coachctx: decide what an LLM coaching assistant may see about one athlete, and explain why."""
 
-from coachctx.classifier import OpenAIClassifier, classifier_from_env
-from coachctx.decision import Decision
+from coachctx.engine.decision import Decision
+from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import INTENTS, Policy, load_policy, parse_policy, policy_to_yaml
+from coachctx.engine.routing import ModelAnswer, route, score
+from coachctx.engine.services import Bundle, FixtureUpstream, Response, Upstream, fetch_bundle
 from coachctx.errors import CoachctxError, InputError, PolicyError, TraceError
-from coachctx.fragments import FRAGMENT_NAMES
-from coachctx.pipeline import select
-from coachctx.policy import INTENTS, Policy, load_policy, parse_policy, policy_to_yaml
-from coachctx.routing import ModelAnswer, route, score
-from coachctx.services import Bundle, FixtureUpstream, Response, Upstream, fetch_bundle
+from coachctx.model import OpenAIClassifier, classifier_from_env
 
 __all__ = [
     "FRAGMENT_NAMES",

@@ -29,8 +29,16 @@ import openai
 import pandas as pd
 import yaml
 
-from coachctx.availability import facts
-from coachctx.classifier import (
+from coachctx.engine.availability import facts
+from coachctx.engine.decision import Decision, FragmentDecision
+from coachctx.engine.fragments import FRAGMENTS
+from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.engine.policy import INTENTS, Policy, parse_policy, policy_to_yaml
+from coachctx.engine.policy_loading import MAX_POLICY_BYTES, YAML_DUMPER, parse_yaml
+from coachctx.engine.services import Bundle
+from coachctx.engine.text import tokenise
+from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.model import (
     DEFAULT_MODEL,
     DEFAULT_TIMEOUT_S,
     MAX_ERROR_CHARS,
@@ -45,25 +53,11 @@ from coachctx.classifier import (
     model_text,
     parse_seconds,
 )
-from coachctx.decision import Decision, FragmentDecision
-from coachctx.errors import CoachctxError, InputError, PolicyError
-from coachctx.fragments import FRAGMENTS
-from coachctx.impact import FORMATS, ImpactReport, Metrics, QuestionSet, parse_questions
-from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
-from coachctx.policy import (
-    INTENTS,
-    MAX_POLICY_BYTES,
-    YAML_DUMPER,
-    Policy,
-    parse_policy,
-    parse_yaml,
-    policy_to_yaml,
-)
-from coachctx.policy_diff import PolicyDiff
-from coachctx.services import Bundle
-from coachctx.store import DRAFT_ID_PATTERN, Label, LabelMove, Version
-from coachctx.text import tokenise
-from coachctx.trace import make_trace
+from coachctx.tools.impact_report import ImpactReport, Metrics
+from coachctx.tools.policy_diff import PolicyDiff
+from coachctx.tools.questions import FORMATS, QuestionSet, parse_questions
+from coachctx.tools.store import DRAFT_ID_PATTERN, Label, LabelMove, Version
+from coachctx.tools.trace import make_trace
 
 PAIN_QUESTION: Final = "Should I train through this pain?"
 EXAMPLE_QUESTIONS: Final[tuple[str, ...]] = (

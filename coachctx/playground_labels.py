@@ -17,11 +17,11 @@ import pandas as pd
 import yaml
 
 from coachctx import playground as pg
+from coachctx.engine.policy import SCOPES, Policy, parse_policy
 from coachctx.errors import CoachctxError, InputError
-from coachctx.impact import Question, QuestionSet
-from coachctx.policy import SCOPES, Policy, parse_policy
-from coachctx.store import QuestionLabel
-from coachctx.suggest import Edit, LabelledRow, Suggestion, apply_edits, read_labelled
+from coachctx.tools.questions import Question, QuestionSet
+from coachctx.tools.store import QuestionLabel
+from coachctx.tools.suggest import Edit, LabelledRow, Suggestion, apply_edits, read_labelled
 
 UPLOAD_SUFFIXES: Final = (".jsonl", ".ndjson", ".yaml", ".yml", ".csv")
 MAX_LABELS_UPLOAD_BYTES: Final = 5 * 1024 * 1024

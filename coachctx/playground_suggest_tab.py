@@ -19,13 +19,14 @@ import streamlit as st
 
 from coachctx import playground as pg
 from coachctx import playground_labels as pl
+from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.policy import INTENTS, Policy, parse_policy
 from coachctx.errors import CoachctxError
-from coachctx.fragments import FRAGMENT_NAMES
-from coachctx.impact import ImpactReport, run_impact
-from coachctx.policy import INTENTS, Policy, parse_policy
-from coachctx.policy_diff import diff_policies
-from coachctx.store import MAX_AUTHOR_CHARS, MAX_MESSAGE_CHARS, PolicyStore
-from coachctx.suggest import DEFAULT_MAX, Suggestion, suggest
+from coachctx.tools.impact import run_impact
+from coachctx.tools.impact_report import ImpactReport
+from coachctx.tools.policy_diff import diff_policies
+from coachctx.tools.store import MAX_AUTHOR_CHARS, MAX_MESSAGE_CHARS, PolicyStore
+from coachctx.tools.suggest import DEFAULT_MAX, Suggestion, suggest
 
 NO_LABEL: Final = "(no label)"
 BEFORE: Final = "suggest_before"
@@ -188,7 +189,7 @@ def render_suggest_tab(inputs: SuggestInputs) -> None:
                 + (f", {len(uploaded)} from {upload_name}" if uploaded else "") + ")")
     if labels:
         st.dataframe(pl.labels_frame(labels), hide_index=True, width="stretch", key="suggest_labels")
-        from coachctx.cli_labels import labels_jsonl
+        from coachctx.cli.labels import labels_jsonl
         st.download_button("Download the labels (JSONL)", data=labels_jsonl(labels), file_name="coachctx-labels.jsonl",
                            mime="application/x-ndjson", on_click="ignore", key="suggest_labels_download",
                            icon=":material/download:", help="`coachctx labels import FILE` reads it back; "

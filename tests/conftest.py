@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from coachctx.policy import Policy, load_policy
-from coachctx.services import Bundle, FixtureUpstream, fetch_bundle
+from coachctx.engine.policy import Policy, load_policy
+from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_QUESTIONS = ROOT / "tests" / "data" / "questions" / "dev.yaml"

@@ -10,10 +10,10 @@ from typing import Any
 import yaml
 from conftest import DEV_QUESTIONS
 
-from coachctx.fragments import ServiceName
-from coachctx.policy import Policy, validate_policy
-from coachctx.routing import ModelAnswer
-from coachctx.services import FixtureUpstream, Response
+from coachctx.engine.fragments import ServiceName
+from coachctx.engine.policy import Policy, validate_policy
+from coachctx.engine.routing import ModelAnswer
+from coachctx.engine.services import FixtureUpstream, Response
 
 PAIN = "Should I train through this pain?"
 

@@ -67,9 +67,9 @@ def read_golden() -> dict[str, str]:
 
 
 def record() -> int:
-    from coachctx.pipeline import select
-    from coachctx.policy import DEFAULT_POLICY_PATH, parse_policy
-    from coachctx.services import FixtureUpstream, fetch_bundle
+    from coachctx.engine.pipeline import select
+    from coachctx.engine.policy import DEFAULT_POLICY_PATH, parse_policy
+    from coachctx.engine.services import FixtureUpstream, fetch_bundle
 
     text = DEFAULT_POLICY_PATH.read_text(encoding="utf-8")
     policy = parse_policy(text, "golden")

@@ -20,12 +20,12 @@ from streamlit.testing.v1 import AppTest
 
 from coachctx import cli
 from coachctx import playground as pg
+from coachctx.engine.pipeline import SCOPE_REQUESTS, select
+from coachctx.engine.policy import Policy, load_policy, parse_policy, policy_to_yaml
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError, PolicyError
-from coachctx.pipeline import SCOPE_REQUESTS, select
-from coachctx.policy import Policy, load_policy, parse_policy, policy_to_yaml
-from coachctx.policy_diff import diff_policies
-from coachctx.services import FixtureUpstream, fetch_bundle
-from coachctx.trace import MAX_TRACE_BYTES, make_trace
+from coachctx.tools.policy_diff import diff_policies
+from coachctx.tools.trace import MAX_TRACE_BYTES, make_trace
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 ATHLETES = ("maya", "kenji", "lucia", "omar", "ines", "tom", "priya")
@@ -481,7 +481,7 @@ class TestDraftSurvivesReloadAndHistory:
         assert decision(again)["policy"]["source"] == "playground draft, edited from store:v1"
 
     def test_an_untouched_page_keeps_nothing_and_the_first_edit_adds_no_history_entry(self) -> None:
-        from coachctx.store import PolicyStore, default_store_url
+        from coachctx.tools.store import PolicyStore, default_store_url
 
         at = started()
         at.text_input(key="question").input("thanks!").run()
@@ -504,7 +504,7 @@ class TestDraftSurvivesReloadAndHistory:
         assert decision(at)["policy"]["digest"] == load_policy().digest
 
     def test_the_store_keeps_and_overwrites_a_draft(self, tmp_path: Path) -> None:
-        from coachctx.store import PolicyStore, StoreError
+        from coachctx.tools.store import PolicyStore, StoreError
 
         with PolicyStore(f"sqlite:///{tmp_path / 's.sqlite'}") as store:
             assert store.get_draft("AbCdEfGh1234") is None

@@ -17,13 +17,13 @@ from streamlit.testing.v1 import AppTest
 from test_app_versions import APP, CHECKED_IN
 
 from coachctx import playground_labels as pl
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import load_policy, parse_policy, read_policy_text
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError
-from coachctx.pipeline import select
-from coachctx.policy import load_policy, parse_policy, read_policy_text
-from coachctx.services import FixtureUpstream, fetch_bundle
-from coachctx.store import PolicyStore, QuestionLabel
-from coachctx.suggest import Edit, apply_edits
-from coachctx.trace import make_trace
+from coachctx.tools.store import PolicyStore, QuestionLabel
+from coachctx.tools.suggest import Edit, apply_edits
+from coachctx.tools.trace import make_trace
 
 store_url = test_app_versions.store_url  # the fixture: each test's own store, named by COACHCTX_STORE
 GLUTE = "glute medius niggle again after the long run"

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from coachctx import playground as pg
-from coachctx.policy import parse_policy
+from coachctx.engine.policy import parse_policy
 
 pytestmark = pytest.mark.browser
 

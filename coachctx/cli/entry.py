@@ -1,0 +1,98 @@
+"""`coachctx` command line: the parser and `main`. Each command group lives in its own module
+(explain, policy, impact, suggest, labels) and registers its subcommands here. Bad input prints one clear
+line on stderr and exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from coachctx.cli import explain, impact, labels, policy, suggest
+from coachctx.cli.common import shown
+from coachctx.errors import CoachctxError, InputError, PolicyError
+from coachctx.reading import printable
+
+EXIT_USAGE = 2
+
+
+GROUPS = (explain, policy, impact, suggest, labels)
+"""The command modules, in the order `coachctx --help` lists their commands."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # no abbreviations: `--trace y.json` must not quietly mean `--trace-out y.json` and write a file
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"coachctx: {message} (see `coachctx --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="coachctx", description="Decide what an LLM coaching assistant may see, and why.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for group in GROUPS:
+        group.register(sub)
+    return parser
+
+
+COMMANDS = {name: command for group in GROUPS for name, command in group.COMMANDS.items()}
+
+
+def _tolerate_unencodable_output() -> None:
+    """Text no stream can encode (a lone surrogate in a question, Japanese on a Latin-1
+    terminal) is written as backslash escapes instead of raising mid-output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Arguments are text: bytes that are not UTF-8 reach Python as lone surrogates. A question
+    may hold them (a user's message is decided as typed, and written back escaped); a name, a path
+    or a label may not, since nothing it names could match it."""
+    for key, value in vars(args).items():
+        if key != "question" and isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise InputError(f"argument {shown(value)} is not valid UTF-8 text")
+
+
+def error_text(e: CoachctxError) -> str:
+    """The error as stderr shows it: one line, or one line per problem of a policy with several.
+    A path or a value in it may hold a newline or an escape sequence (`check-policy $'a\\nb'`):
+    written as escapes, so a line is still one line and nothing reaches the terminal as a command."""
+    if isinstance(e, PolicyError) and len(e.problems) > 1:
+        return "\n".join(["invalid policy", *(printable(f"{e.source}: {where}: {problem}" if where else
+                                                         f"{e.source}: {problem}") for where, problem in e.problems)])
+    return printable(str(e))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _tolerate_unencodable_output()
+    args = build_parser().parse_args(argv)
+    try:
+        _check_arguments(args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the try, not at interpreter exit
+        return code
+    except CoachctxError as e:
+        print(f"coachctx: {error_text(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (`coachctx ... | head`): not an error, and nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"coachctx: {printable(where + str(e.strerror or e))}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Policy lookup and excludes: the first plan from the routed intent, its contenders and the
+other intents the question has evidence for.
+
+- Certain routing (one contender): the intent's lists apply as written.
+- Uncertain routing: primaries are the union of the contenders' primaries, secondaries the union
+  of their secondaries.
+- Evidence beats exclusion, on every route: an intent that scored above zero but is no contender
+  contributes its primaries, spent first in the budget order (`evidence_in_question`), and no
+  exclude withholds a fragment an intent with evidence holds as primary (`kept_despite_exclude`).
+- A clinical question always carries `readiness_injury` as a primary (`clinical_question`).
+- A fragment the question names through the policy's `fragment_terms` ("deadlift" names
+  `baseline_strength`) is a secondary spent before the route's own (`evidence_in_question`), and no
+  exclude withholds it: the question asked about that very fact.
+- A question that matched no term and got no model label sees the policy's `unmatched` set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from coachctx.engine.plan import FragmentState, Plan, Reason
+from coachctx.engine.policy import Policy
+from coachctx.engine.routing import Route
+
+CLINICAL_FRAGMENT = "readiness_injury"
+"""What a question that sounds clinical always carries when the service supplied it."""
+
+Evidence = Mapping[str, Sequence[tuple[str, float]]]
+"""Intent -> the terms it matched in the question, for every intent that scored above zero."""
+
+Named = Mapping[str, Sequence[str]]
+"""Fragment -> the policy's fragment terms the question used for it."""
+
+
+def evidence_of(decided: Route) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Every intent that scored above zero, best first, with the terms it matched."""
+    return {name: decided.scores.matched[name] for name, value in decided.scores.ranked() if value > 0}
+
+
+def _union(lists: Sequence[Sequence[str]]) -> list[str]:
+    out: list[str] = []
+    for items in lists:
+        out.extend(i for i in items if i not in out)
+    return out
+
+
+def _terms(matched: Sequence[tuple[str, float]]) -> str:
+    return ", ".join(f"{t} {w:g}" for t, w in matched) or "no terms"
+
+
+def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_excludes: bool = True,
+           evidence: Evidence | None = None, clinical: Sequence[str] = (), unmatched: bool = False,
+           named: Named | None = None) -> Plan:
+    """The plan the policy asks for. `contenders` includes `intent` (first) when uncertain;
+    `evidence` holds the matched terms of every intent that scored; `clinical` the clinical terms
+    the question matched; `named` the fragments its fragment terms name. `soften_excludes=False`
+    reproduces the original design (the routed intent's lists alone, excludes always applied) so
+    the audit can show what it lost. The intents whose lists were read go on the plan
+    (`Plan.considered`)."""
+    named = (named or {}) if soften_excludes else {}
+    evidence = evidence or {}
+    ordered = [intent, *[c for c in contenders if c != intent]] if soften_excludes else [intent]
+    considered = [*ordered, *[e for e in evidence if e not in ordered]] if soften_excludes else ordered
+    if unmatched and soften_excludes and policy.unmatched is not None:
+        return _unmatched_plan(policy, clinical, named).noted(considered=considered)
+    intents = [policy.intent(name) for name in ordered]
+    primary = _union([i.primary for i in intents])
+    extra = [name for name in evidence if name not in ordered and evidence[name]] if soften_excludes else []
+    from_evidence: dict[str, str] = {}
+    for name in extra:
+        for fragment in policy.intent(name).primary:
+            if fragment not in primary:
+                from_evidence.setdefault(fragment, name)
+    is_clinical = bool(clinical) and soften_excludes
+    if is_clinical and CLINICAL_FRAGMENT not in primary:
+        primary.append(CLINICAL_FRAGMENT)
+        from_evidence.pop(CLINICAL_FRAGMENT, None)
+    asked = [f for f in named if f not in primary]
+    secondary = [f for f in _union([list(from_evidence), asked, *[i.secondary for i in intents]])
+                 if f not in primary]
+    plan = Plan.initial(primary, secondary)
+    holders = {name: policy.intent(name) for name in [*ordered, *extra]}
+    changes: dict[str, FragmentState] = {}
+    for state in plan.fragments:
+        excluded_by = [n for n in ordered if state.name in policy.intent(n).exclude]
+        if state.role == "none":
+            changes[state.name] = state.withhold(_not_asked(excluded_by, ordered))
+            continue
+        if state.name in from_evidence:
+            who = from_evidence[state.name]
+            state = state.note(Reason(
+                "evidence_in_question", f"{who} has evidence in the question ({_terms(evidence[who])}) and "
+                                        f"holds it as primary, so it is spent before generic secondaries"))
+        elif state.name in asked:
+            state = state.note(_named_reason(state.name, named))
+        if is_clinical and state.name == CLINICAL_FRAGMENT:
+            state = state.note(Reason(
+                "clinical_question", f"the question sounds clinical ({', '.join(clinical)}): "
+                                     f"{CLINICAL_FRAGMENT} always goes in when the service supplied it"))
+        if excluded_by:
+            state = state.note(Reason("kept_despite_exclude", _why_kept(state.name, excluded_by, ordered,
+                                                                        holders, evidence, is_clinical, named)))
+        changes[state.name] = state
+    return plan.update(changes).noted(considered=considered)
+
+
+def _not_asked(excluded_by: Sequence[str], ordered: Sequence[str]) -> Reason:
+    """Why a fragment no intent read asks for is withheld."""
+    if excluded_by and len(ordered) > 1:
+        return Reason("excluded", f"{_names(excluded_by)} excludes it and no contender ({_names(ordered)}) asks for it")
+    if excluded_by:
+        return Reason("excluded", f"the {excluded_by[0]} intent excludes it")
+    return Reason("not_requested", f"{_names(ordered)} neither asks for nor excludes it")
+
+
+def _why_kept(fragment: str, excluded_by: Sequence[str], ordered: Sequence[str],
+              holders: Mapping[str, object], evidence: Evidence, is_clinical: bool, named: Named) -> str:
+    needed_by = [n for n in ordered if holders[n].requests(fragment)]  # type: ignore[attr-defined]
+    if needed_by:
+        return (f"{_names(excluded_by)} excludes it, but routing is uncertain and {_names(needed_by)} needs it "
+                f"as {holders[needed_by[0]].requests(fragment)}")  # type: ignore[attr-defined]
+    with_evidence = [n for n in holders if n not in ordered and fragment in holders[n].primary]  # type: ignore[attr-defined]
+    if with_evidence:
+        who = with_evidence[0]
+        return (f"{_names(excluded_by)} excludes it, but {who} has evidence in the question "
+                f"({_terms(evidence[who])}) and holds it as primary")
+    if fragment in named:
+        return f"{_names(excluded_by)} excludes it, but the question names it ({', '.join(named[fragment])})"
+    assert is_clinical, fragment
+    return f"{_names(excluded_by)} excludes it, but the question sounds clinical"
+
+
+def _named_reason(fragment: str, named: Named) -> Reason:
+    return Reason("evidence_in_question", f"the question names it ({', '.join(named[fragment])}), so it is "
+                                          f"spent before generic secondaries")
+
+
+def _unmatched_plan(policy: Policy, clinical: Sequence[str], named: Named) -> Plan:
+    lists = policy.unmatched
+    assert lists is not None
+    primary: list[str] = list(lists.primary)
+    if clinical and CLINICAL_FRAGMENT not in primary:
+        primary.append(CLINICAL_FRAGMENT)
+    asked = [f for f in named if f not in primary]
+    plan = Plan.initial(primary, _union([asked, [f for f in lists.secondary if f not in primary]]))
+    changes = {s.name: s.withhold(Reason("not_requested", "no term matched and the policy's unmatched set "
+                                                          "does not ask for it"))
+               for s in plan.fragments if s.role == "none"}
+    changes.update({f: plan[f].note(_named_reason(f, named)) for f in asked})
+    return plan.update(changes)
+
+
+def _names(names: Sequence[str]) -> str:
+    return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -1,0 +1,258 @@
+"""`select()`: the whole pipeline as a bare sequence of stages over data already fetched.
+
+route -> policy lookup + excludes -> scope modifiers -> availability -> budget -> audit ->
+Decision. Nothing here touches the network except the injected classifier, called only when
+the rules are unsure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _pkg_version
+from typing import Any, Final, Literal, get_args
+
+from coachctx.engine.audit import audit
+from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact, Prepared, prepared
+from coachctx.engine.budget import SpendBudget
+from coachctx.engine.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
+from coachctx.engine.fragments import BY_NAME
+from coachctx.engine.lookup import Named, evidence_of, lookup
+from coachctx.engine.modifiers import ApplyScope
+from coachctx.engine.plan import MISSING, Plan
+from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy
+from coachctx.engine.prompt import build_naive_prompt, build_prompt, system_block
+from coachctx.engine.prompt import naive_tokens as naive_tokens_of
+from coachctx.engine.prompt import prompt_tokens as prompt_tokens_of
+from coachctx.engine.routing import (
+    Classifier,
+    Route,
+    clinical_terms_in,
+    infer_scope,
+    named_fragments_in,
+    route,
+)
+from coachctx.engine.services import Bundle
+from coachctx.engine.text import tokenise
+from coachctx.engine.token_count import count_once
+from coachctx.errors import InputError
+
+MAX_QUESTION_CHARS: Final = 2000
+PLAN_MEMO_LIMIT: Final = 4096
+"""Plans memoised per policy; the memo is emptied when it reaches this many."""
+ScopeRequest = Literal["auto", "today", "week", "months"]
+SCOPE_REQUESTS: Final[tuple[str, ...]] = get_args(ScopeRequest)
+COST_MODES: Final = ("hand", "measured")
+
+try:
+    VERSION: Final = _pkg_version("coachctx")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    VERSION = "0.0.0+source"  # type: ignore[misc]
+
+
+def check_question(question: str) -> str:
+    """The question, stripped; InputError if it is empty or too long."""
+    if not isinstance(question, str):
+        raise InputError("question must be text")
+    stripped = question.strip()
+    if not stripped:
+        raise InputError("question is empty: type what the athlete asked")
+    if len(stripped) > MAX_QUESTION_CHARS:
+        raise InputError(f"question is {len(stripped)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return stripped
+
+
+def _check_types(bundle: object, policy: object, **names: object) -> None:
+    """Arguments of the wrong kind are refused by name, not met by a TypeError deep inside."""
+    if not isinstance(bundle, Bundle):
+        raise InputError(f"bundle must be a coachctx Bundle (fetch_bundle), got {type(bundle).__name__}")
+    if not isinstance(policy, Policy):
+        raise InputError(f"policy must be a coachctx Policy (load_policy), got {type(policy).__name__}")
+    for name, value in names.items():
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be text, got {type(value).__name__}")
+
+
+def resolve_budget(policy: Policy, tier: str, budget: int | None) -> int:
+    if budget is not None:
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
+            raise InputError(f"budget must be a whole number from 0 to {MAX_BUDGET}, got {budget!r}")
+        return budget
+    if tier not in policy.tiers:
+        raise InputError(f"unknown tier {tier!r}; the policy defines: {', '.join(policy.tiers)}")
+    return policy.tiers[tier]
+
+
+def select(
+    question: str,
+    bundle: Bundle,
+    policy: Policy,
+    *,
+    scope: str = "auto",
+    tier: str = "paid",
+    budget: int | None = None,
+    cost_mode: CostMode = "hand",
+    classifier: Classifier | None = None,
+    policy_source: str = "policy/default.yaml",
+    policy_version: str | None = None,
+    soften_excludes: bool = True,
+    recorded_route: Route | None = None,
+    count_naive: bool = True,
+) -> Decision:
+    """Decide what the assistant may see for this question about this athlete.
+
+    Always returns a Decision (an empty selection is a valid one); raises InputError only for
+    unusable arguments. `recorded_route` replays a route from a trace instead of routing again.
+    `count_naive=False` leaves the naive baseline (a comparison figure, and the largest text a
+    decision would count) out: `tokens.naive`, `tokens.saved_pct` and `prompt.naive_messages` are None.
+    """
+    question, spend = _checked(question, bundle, policy, scope=scope, tier=tier, budget=budget, cost_mode=cost_mode)
+    tokens = tokenise(question)
+
+    decided = recorded_route if recorded_route is not None else route(tokens, policy, classifier)
+    effective, inferred_from = infer_scope(tokens, policy) if scope == "auto" else (scope, None)
+    ready = prepared(bundle)
+    costs = ready.costs[cost_mode]
+    clinical = clinical_terms_in(tokens, policy)
+    plan = plan_for(decided, policy, effective, clinical, ready.facts, costs, spend,
+                    named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
+    max_words = max_words_for(decided, policy)
+    system = system_block(bundle.language, max_words, clinical)
+    lines = [(n, ready.facts[n].line or "") for n in plan.selected]
+    prompt = build_prompt(system, lines, question)
+    naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json) if count_naive else None
+    coverage = _coverage(plan)
+    factor = NO_MATCH_CONFIDENCE if decided.matched_nothing else ROUTE_CONFIDENCE[decided.source]
+
+    return Decision(
+        question=question,
+        athlete=bundle.athlete,
+        scope={"requested": scope, "effective": effective, "inferred_from": inferred_from},
+        tier=tier if budget is None else "custom",
+        budget=spend,
+        intent=_intent_json(decided, policy),
+        selected=tuple(plan.selected),
+        fragments=_fragments(plan, policy, ready.facts, costs),
+        warnings=(*audit(decided, plan, policy, clinical), *plan.warnings),
+        coverage=coverage,
+        confidence=round(coverage * factor, 4),
+        tokens={**_token_counts(system, lines, question, ready, count_naive=count_naive),
+                "cost_mode": cost_mode, "budget_spent": plan.spent,
+                "selected_cost": sum(costs[n] for n in plan.selected), "encoding": "cl100k_base"},
+        policy={"source": policy_source, "digest": policy.digest, "version": policy_version},
+        version=VERSION,
+        max_words=max_words,
+        language=bundle.language,
+        clinical={"is_clinical": bool(clinical), "terms": clinical},
+        services={s: {"status": r.status, "detail": r.detail} for s, r in bundle.results.items()},
+        prompt={"messages": prompt.messages, "naive_messages": naive.messages if naive is not None else None},
+    )
+
+
+def _checked(question: str, bundle: Bundle, policy: Policy, *, scope: str, tier: str, budget: int | None,
+             cost_mode: str) -> tuple[str, int]:
+    """The question stripped and the budget to spend; InputError for any unusable argument."""
+    question = check_question(question)
+    _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode)
+    if scope not in SCOPE_REQUESTS:
+        raise InputError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+    if cost_mode not in COST_MODES:
+        raise InputError(f"unknown cost mode {cost_mode!r}; use hand or measured")
+    return question, resolve_budget(policy, tier, budget)
+
+
+def _token_counts(system: str, lines: Sequence[tuple[str, str]], question: str, ready: Prepared, *,
+                  count_naive: bool) -> dict[str, Any]:
+    """The prompt's tokens, and the naive baseline's with what the prompt saves (None without it)."""
+    question_tokens = count_once(question)
+    # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
+    prompt = prompt_tokens_of(system, lines, question, question_tokens=question_tokens, pieces=ready.used_before())
+    if not count_naive:
+        return {"prompt": prompt, "naive": None, "saved_pct": None}
+    naive = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens)
+    return {"prompt": prompt, "naive": naive, "saved_pct": round(100 * (naive - prompt) / naive, 1)}
+
+
+def max_words_for(decided: Route, policy: Policy) -> int:
+    """The reply's word limit: the routed intent's, or the largest of the contenders' when the
+    rules were not sure."""
+    if decided.source == "rules":
+        return policy.intent(decided.intent).max_words
+    return max(policy.intent(c).max_words for c in decided.contenders)
+
+
+def _fragments(plan: Plan, policy: Policy, fragment_facts: Mapping[str, FragmentFact],
+               costs: Mapping[str, int]) -> tuple[FragmentDecision, ...]:
+    return tuple(
+        FragmentDecision(
+            name=s.name, status=s.status, role=s.role, reasons=tuple(r.to_json() for r in s.reasons),
+            cost=costs[s.name], cost_hand=fragment_facts[s.name].hand_cost,
+            cost_measured=fragment_facts[s.name].measured_cost, line=fragment_facts[s.name].line,
+            service=BY_NAME[s.name].service,
+            requested_by={i: r for i in plan.considered if (r := policy.intent(i).requests(s.name)) is not None})
+        for s in plan.fragments)
+
+
+def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
+             fragment_facts: Mapping[str, FragmentFact], costs: Mapping[str, int], spend: int, *,
+             named: Named, soften_excludes: bool = True) -> Plan:
+    """Policy lookup, scope modifiers, availability and budget: the one sequence of selection
+    stages, shared by `select()`, impact analysis and the benchmark. `named` is
+    `named_fragments_in(question)`: the fragments the question's fragment terms name. The plan
+    carries the stages' notes: the intents read, warnings, the budget spent.
+
+    Memoised per policy on everything the stages read (each fragment's availability and cost, the
+    budget, scope, route, evidence, clinical and named terms), so a question like one decided
+    before reuses its plan; the plan is immutable, so sharing it is safe."""
+    evidence = evidence_of(decided)
+    key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, decided.intent,
+           decided.contenders, decided.source, decided.matched_nothing, tuple(evidence.items()), tuple(clinical),
+           tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
+    memo: dict[object, Plan] = policy.derived("plans", lambda _: {})
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= PLAN_MEMO_LIMIT:
+            memo.clear()
+        unmatched = decided.matched_nothing and decided.source == "fallback"
+        plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
+                      evidence=evidence, clinical=clinical, unmatched=unmatched, named=named)
+        for stage in (ApplyScope(policy, scope, decided.contenders), DropUnavailable(fragment_facts),
+                      SpendBudget(spend, costs)):
+            plan = stage(plan)
+        found = memo[key] = plan
+    return found
+
+
+def _coverage(plan: Plan) -> float:
+    requested = [s for s in plan.fragments if s.role != "none" and "dropped_by_scope" not in s.codes]
+    if not requested:
+        return 1.0
+    arrived = [s for s in requested if not MISSING & set(s.codes)]
+    return round(len(arrived) / len(requested), 4)
+
+
+def _intent_json(r: Route, policy: Policy) -> dict[str, object]:
+    top_score = r.scores.scores.get(r.top, 0.0) if r.top else 0.0
+    runner_score = r.scores.scores.get(r.runner_up, 0.0) if r.runner_up else 0.0
+    return {
+        "name": r.intent,
+        "source": r.source,
+        "scores": dict(r.scores.scores),
+        "matched": {k: [[t, w] for t, w in v] for k, v in r.scores.matched.items() if v},
+        "top": r.top,
+        "runner_up": r.runner_up,
+        "margin": round(top_score - runner_score, 6),
+        "confident": r.confident,
+        "contenders": list(r.contenders),
+        "reason": r.reason,
+        "fallback_reason": r.fallback_reason,
+        "threshold": policy.routing.confident_threshold,
+        "required_margin": policy.routing.margin,
+        "matched_nothing": r.matched_nothing,
+        "scripts": list(r.scripts),
+        "model": None if r.model_raw is None and r.model_latency_ms is None else
+        {"label": r.model_label, "raw": r.model_raw, "latency_ms": r.model_latency_ms},
+    }
+
+
+assert set(SCOPES) < set(SCOPE_REQUESTS)

@@ -1,0 +1,121 @@
+"""The value the selection stages pass along: every fragment's role, status and reasons, and
+the notes the stages make on the way (warnings, the budget spent, the intents read).
+
+Stages never delete a fragment: they return a new `Plan` in which it is withheld with a
+typed reason. A `Stage` is any function `Plan -> Plan`; a stage keeps no state of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeVar
+
+from coachctx.engine.fragments import FRAGMENT_NAMES
+
+Role = Literal["primary", "secondary", "none"]
+Status = Literal["selected", "withheld"]
+ReasonCode = Literal[
+    "not_requested", "excluded", "dropped_by_scope", "unreachable", "never_computed", "empty_field",
+    "over_budget", "promoted_by_scope", "demoted_by_scope", "kept_despite_exclude", "evidence_in_question",
+    "clinical_question",
+]
+REASON_CODES: tuple[ReasonCode, ...] = ReasonCode.__args__  # type: ignore[attr-defined]
+MISSING: frozenset[str] = frozenset({"unreachable", "never_computed", "empty_field"})
+"""The codes that say the services did not supply a fragment."""
+WITHHOLDING: frozenset[str] = frozenset({"not_requested", "excluded", "dropped_by_scope", "over_budget", *MISSING})
+"""The codes that withhold a fragment; the others only note why it is where it is."""
+
+_R = TypeVar("_R")
+
+
+def main_of(reasons: Sequence[_R], code: Callable[[_R], str]) -> _R | None:
+    """The reason shown for a withheld fragment: the first one that withholds it, else the first.
+    `code` reads a reason's code (a `Reason`, or a reason's JSON in a Decision)."""
+    return next((r for r in reasons if code(r) in WITHHOLDING), reasons[0] if reasons else None)
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: ReasonCode
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class FragmentState:
+    name: str
+    role: Role
+    status: Status
+    reasons: tuple[Reason, ...] = ()
+    codes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The reasons' codes, made once: the stages and the audit ask for them of every fragment."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "codes", tuple(r.code for r in self.reasons))
+
+    def withhold(self, reason: Reason) -> FragmentState:
+        return replace(self, status="withheld", reasons=(*self.reasons, reason))
+
+    def note(self, reason: Reason) -> FragmentState:
+        return replace(self, reasons=(*self.reasons, reason))
+
+    @property
+    def main_reason(self) -> Reason | None:
+        """The reason shown for a withheld fragment (`main_of`)."""
+        return main_of(self.reasons, lambda r: r.code)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Fragments in prompt order: primaries first (in policy order), then secondaries in
+    budget order, then the rest in registry order."""
+
+    fragments: tuple[FragmentState, ...]
+    considered: tuple[str, ...] = ()
+    """The intents whose lists the plan read: the routed intent, its contenders, then the
+    intents with evidence in the question (lookup's note)."""
+    warnings: tuple[str, ...] = ()
+    """What a stage found worth saying (a scope promoting what an exclude withholds)."""
+    spent: int = 0
+    """Tokens of the budget spent on secondaries (the budget stage's note)."""
+
+    @classmethod
+    def initial(cls, primary: Iterable[str], secondary: Iterable[str]) -> Plan:
+        primary, secondary = list(primary), list(secondary)
+        states = [FragmentState(n, "primary", "selected") for n in primary]
+        states += [FragmentState(n, "secondary", "selected") for n in secondary if n not in primary]
+        chosen = {s.name for s in states}
+        states += [FragmentState(n, "none", "withheld") for n in FRAGMENT_NAMES if n not in chosen]
+        return cls(tuple(states))
+
+    def __getitem__(self, name: str) -> FragmentState:
+        for state in self.fragments:
+            if state.name == name:
+                return state
+        raise KeyError(name)
+
+    def update(self, changes: Mapping[str, FragmentState]) -> Plan:
+        return replace(self, fragments=tuple(changes.get(s.name, s) for s in self.fragments))
+
+    def reorder(self) -> Plan:
+        """Prompt order again after roles changed: primary, secondary, none (stable)."""
+        rank = {"primary": 0, "secondary": 1, "none": 2}
+        return replace(self, fragments=tuple(sorted(self.fragments, key=lambda s: rank[s.role])))
+
+    def noted(self, *, warnings: Sequence[str] = (), spent: int | None = None,
+              considered: Sequence[str] | None = None) -> Plan:
+        """The plan with a stage's notes added: warnings appended, the others set."""
+        return replace(self, warnings=(*self.warnings, *warnings),
+                       spent=self.spent if spent is None else spent,
+                       considered=self.considered if considered is None else tuple(considered))
+
+    @property
+    def selected(self) -> list[str]:
+        return [s.name for s in self.fragments if s.status == "selected"]
+
+
+Stage = Callable[[Plan], Plan]
+"""A selection stage: takes the plan so far, returns a new one. Never drops a fragment."""

@@ -1,0 +1,377 @@
+"""The policy: intents, vocabulary, routing thresholds, scope modifiers, tiers, clinical terms.
+
+Reading a file (`read_policy_text`), parsing YAML safely (`policy_loading.parse_yaml`) and validating
+(`validate_policy`) are separate steps; `load_policy` chains them. Every failure becomes a
+`PolicyError` naming the source, the path inside the document (`intents.injury.primary[1]`)
+and the offending value, with a "did you mean" for near-miss names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.policy_loading import (
+    MAX_POLICY_BYTES,
+    YAML_DUMPER,
+    describe_error,
+    parse_yaml,
+)
+from coachctx.engine.text import fold_accents
+from coachctx.errors import PolicyError
+from coachctx.reading import ReadError, control_character, decode_utf8, file_path, read_text
+
+_T = TypeVar("_T")
+_MISSING: Final = object()
+
+DEFAULT_POLICY_PATH: Final = Path(__file__).resolve().parents[2] / "policy" / "default.yaml"
+MAX_TERMS: Final = 26_000
+"""Terms in all term lists together (the default policy has about 23,000)."""
+_PHRASE_WORDS: Final = 6
+"""`routing.MAX_PHRASE_WORDS`: the words of a term that routing files (and matches)."""
+MAX_TERM_WORK: Final = 85_000
+"""Matching work of all terms together: each term counts its phrase keys (a word written with
+accents is filed twice, so a phrase of six such words 64 times) times the parts of its phrase
+that lint compares (21 for six words). The default policy needs about 66,000; with `MAX_TERMS`
+this keeps the worst accepted policy checking in under 2 s."""
+MAX_UNSPACED_TERM_CHARS: Final = 16
+"""Japanese, Chinese and Korean terms match as substrings or prefixes, and lint compares every
+part of each with every other term: 16 characters is a long phrase in those scripts (the default's
+longest is 9)."""
+MAX_BUDGET: Final = 1_000_000
+"""The largest token budget: a tier's or a custom one."""
+MAX_ROUTING_VALUE: Final = 10_000.0
+
+INTENTS: Final[tuple[str, ...]] = ("training", "injury", "recovery", "nutrition", "conditions", "general")
+SCOPES: Final[tuple[str, ...]] = ("today", "week", "months")
+LANGUAGES: Final[Mapping[str, str]] = {
+    # code -> how its terms match: a Snowball stemmer name, "word" (whole words, accents folded:
+    # Vietnamese, whose syllables do not inflect), "substring" (Han/Kana) or "prefix" (Hangul)
+    "en": "english", "es": "spanish", "de": "german", "fr": "french", "pt": "portuguese",
+    "it": "italian", "ru": "russian", "nl": "dutch", "sv": "swedish", "da": "danish",
+    "no": "norwegian", "fi": "finnish", "pl": "polish", "tr": "turkish", "el": "greek",
+    "ar": "arabic", "hi": "hindi", "id": "indonesian", "vi": "word",
+    "ja": "substring", "zh": "substring", "ko": "prefix",
+}
+
+IntentName = Literal["training", "injury", "recovery", "nutrition", "conditions", "general"]
+ScopeName = Literal["today", "week", "months"]
+FragmentName = Literal[
+    "athlete_profile", "chronotype", "training_block", "baseline_aerobic", "baseline_mobility",
+    "baseline_strength", "readiness_training", "readiness_recovery", "readiness_nutrition",
+    "readiness_injury", "conditions_today",
+]
+Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
+                   "hi", "id", "vi", "ja", "zh", "ko"]
+Term = Annotated[str, Field(strict=True, min_length=1, max_length=80)]
+EXACT_MARK: Final = "="
+"""A term written `=allenamento` matches those words as written (accents folded), not their stem:
+for a word whose stem is an everyday word elsewhere (Italian "allenamento" stems to German "allen")."""
+Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=100)]
+"""Strict: an unquoted `yes`/`on` is a boolean in YAML, never the weight 1."""
+
+assert set(FragmentName.__args__) == set(FRAGMENT_NAMES)  # type: ignore[attr-defined]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _no_duplicates(values: Sequence[str]) -> Sequence[str]:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"lists {value!r} twice")
+        seen.add(value)
+    return values
+
+
+class IntentPolicy(_Strict):
+    """What one intent asks for. Primary is never cut by the budget; secondary is."""
+
+    primary: list[FragmentName]
+    secondary: list[FragmentName] = []
+    exclude: list[FragmentName] = []
+    max_words: Annotated[int, Field(strict=True, gt=0, le=2000)]
+
+    @field_validator("primary", "secondary", "exclude")
+    @classmethod
+    def _unique(cls, values: list[str]) -> list[str]:
+        return list(_no_duplicates(values))
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> IntentPolicy:
+        for a, b in (("primary", "secondary"), ("primary", "exclude"), ("secondary", "exclude")):
+            both = [f for f in getattr(self, a) if f in getattr(self, b)]
+            if both:
+                raise ValueError(f"{both[0]!r} is in both {a} and {b}")
+        return self
+
+    def requests(self, fragment: str) -> str | None:
+        """`primary`, `secondary` or None."""
+        if fragment in self.primary:
+            return "primary"
+        if fragment in self.secondary:
+            return "secondary"
+        return None
+
+
+class UnmatchedPolicy(_Strict):
+    """What a question may see when no term matched and no model answered: a safe set."""
+
+    primary: list[FragmentName]
+    secondary: list[FragmentName] = []
+
+    @field_validator("primary", "secondary")
+    @classmethod
+    def _unique(cls, values: list[str]) -> list[str]:
+        return list(_no_duplicates(values))
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> UnmatchedPolicy:
+        both = [f for f in self.primary if f in self.secondary]
+        if both:
+            raise ValueError(f"{both[0]!r} is in both primary and secondary")
+        return self
+
+
+class Routing(_Strict):
+    confident_threshold: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_ROUTING_VALUE)] = 1.0
+    margin: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_ROUTING_VALUE)] = 1.0
+
+
+class Modifier(_Strict):
+    """One scope action. `reason` travels into the Decision verbatim."""
+
+    action: Literal["promote", "demote", "drop"]
+    fragment: FragmentName
+    reason: Annotated[str, Field(strict=True, min_length=3, max_length=300)]
+    intents: list[IntentName] | None = None
+    """Only for these intents (routed intent or any contender); all intents when absent."""
+
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        bad = control_character(value)
+        if bad is not None:
+            # the reason travels into the Decision, the CLI's table and the app verbatim
+            raise ValueError(f"the reason holds the control character {bad}; write it on one line, as plain text")
+        if not value.strip():
+            raise ValueError("the reason is only whitespace")
+        return value
+
+
+class ScopePolicy(_Strict):
+    terms: dict[Language, list[Term]] = {}
+    modifiers: list[Modifier] = []
+
+    @model_validator(mode="after")
+    def _one_action_per_fragment(self) -> ScopePolicy:
+        # Two modifiers on one fragment whose intents overlap (no `intents` = every intent) would
+        # be applied in list order, so the file's order would decide: refused whichever comes first.
+        seen: dict[str, list[Modifier]] = {}
+        for m in self.modifiers:
+            mine = set(m.intents) if m.intents is not None else set(INTENTS)
+            for earlier in seen.get(m.fragment, []):
+                theirs = set(earlier.intents) if earlier.intents is not None else set(INTENTS)
+                both = [i for i in INTENTS if i in mine & theirs]
+                if both:
+                    raise ValueError(f"{m.fragment!r} has two actions ({earlier.action} and {m.action}) for "
+                                     f"{', '.join(both) if len(both) < len(INTENTS) else 'every intent'}")
+            seen.setdefault(m.fragment, []).append(m)
+        return self
+
+
+class Policy(_Strict):
+    """The whole policy document. All six intents must be present."""
+
+    routing: Routing = Routing()
+    tiers: dict[Annotated[str, Field(strict=True, pattern=r"^[a-z][a-z0-9_-]{0,31}$")],
+                Annotated[int, Field(strict=True, ge=0, le=MAX_BUDGET)]]
+    intents: dict[IntentName, IntentPolicy]
+    unmatched: UnmatchedPolicy | None = None
+    """The safe set for a question no term matched; without it such a question sees `general`'s."""
+    vocabulary: dict[IntentName, dict[Language, dict[Term, Weight]]]
+    scopes: dict[ScopeName, ScopePolicy] = {}
+    clinical_terms: dict[Language, list[Term]] = {}
+    fragment_terms: dict[FragmentName, dict[Language, list[Term]]] = {}
+    """Words that name a fragment's topic ("deadlift", "night owl"): a question that uses one gets
+    that fragment as a secondary ahead of the route's own, and no exclude withholds it."""
+
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Policy:
+        missing = [i for i in INTENTS if i not in self.intents]
+        if missing:
+            raise ValueError(f"intents: missing intent(s) {', '.join(missing)}")
+        if not self.tiers:
+            raise ValueError("tiers: at least one tier is needed")
+        work = 0
+        for count, (where, language, term) in enumerate(((w, lang, t) for w, by_language in self.term_lists()
+                                                         for lang, terms in by_language.items() for t in terms), 1):
+            exact = term.startswith(EXACT_MARK)
+            bad = control_character(term)
+            if bad is not None:
+                # clinical terms are quoted in the system prompt: a newline there starts a new line
+                raise ValueError(f"{where}.{language}: the term {term!r} holds the control character {bad}; "
+                                 "a term is plain text on one line")
+            if not _has_words(term.removeprefix(EXACT_MARK)):
+                raise ValueError(f"{where}.{language}: the term {term!r} has no words")
+            if exact and LANGUAGES[language] in ("substring", "prefix"):
+                raise ValueError(f"{where}.{language}: {term!r}: exact terms ({EXACT_MARK}word) are for spaced "
+                                 f"scripts; {language} terms already match as written")
+            if LANGUAGES[language] in ("substring", "prefix") and len(term) > MAX_UNSPACED_TERM_CHARS:
+                raise ValueError(f"{where}.{language}: the term {term!r} has {len(term)} characters; "
+                                 f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
+            if count > MAX_TERMS:
+                raise ValueError(f"the policy has more than {MAX_TERMS} terms (the limit); split the vocabulary "
+                                 "or drop terms that match the same words")
+            work += _term_work(term, language)
+            if work > MAX_TERM_WORK:
+                raise ValueError(f"the terms need more than {MAX_TERM_WORK} units of matching work (the limit; a "
+                                 "phrase of n words costs n(n+1)/2, doubled for each accented word), reached at "
+                                 f"{where}.{language}: {term!r}")
+        return self
+
+    def term_lists(self) -> list[tuple[str, Mapping[Any, Iterable[str]]]]:
+        """Every term list matched against questions, as (where, language -> terms)."""
+        return [*((f"vocabulary.{i}", v) for i, v in self.vocabulary.items()), ("clinical_terms", self.clinical_terms),
+                *((f"scopes.{s}.terms", sp.terms) for s, sp in self.scopes.items()),
+                *((f"fragment_terms.{f}", v) for f, v in self.fragment_terms.items())]
+
+    def __eq__(self, other: object) -> bool:
+        # Content decides: pydantic would also compare `_derived`, so a policy whose digest or
+        # matchers were already built would differ from a fresh copy of the same document.
+        if not isinstance(other, Policy):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]  # dict fields: a policy was never hashable anyway
+
+    def intent(self, name: str) -> IntentPolicy:
+        return self.intents[name]  # type: ignore[index]
+
+    @property
+    def digest(self) -> str:
+        return self.derived("digest", policy_digest)
+
+    def derived(self, key: str, build: Callable[[Policy], _T]) -> _T:
+        """A value computed once from this (immutable) policy: compiled matchers, the digest."""
+        # straight to pydantic's private store: `self._derived` goes through BaseModel.__getattr__,
+        # about 4 µs a call, several times per decision
+        cache = self.__pydantic_private__["_derived"]  # type: ignore[index]
+        found = cache.get(key, _MISSING)
+        if found is _MISSING:
+            found = cache[key] = build(self)
+        return found  # type: ignore[no-any-return]
+
+
+def _has_words(text: str) -> bool:
+    """Letters or digits, not only spaces, punctuation or invisible characters."""
+    return any(ch.isalnum() for ch in text)
+
+
+_WORDS: Final = re.compile(r"[^\W_]+")
+
+
+def _term_work(term: str, language: str) -> int:
+    """The phrase keys `routing.TermMatcher` files a term under (each word of a spaced script
+    under its stem and, when it has accents, under its accent-folded stem too), times the parts
+    of the phrase `lint` compares. Counted on words as a regex splits them: close to the
+    tokeniser, and cheap enough to run on every term of every policy loaded."""
+    if LANGUAGES[language] in ("substring", "prefix"):
+        return 1
+    words = _WORDS.findall(term.casefold())[:_PHRASE_WORDS]
+    keys = 1
+    if LANGUAGES[language] != "russian" and not term.isascii():
+        for word in words:
+            if not word.isascii() and fold_accents(word) != word:
+                keys *= 2
+    return keys * max(1, len(words) * (len(words) + 1) // 2)
+
+
+def policy_digest(policy: Policy) -> str:
+    """A short content hash: equal policies have equal digests whatever their YAML layout."""
+    data = policy.model_dump(mode="json")
+    if data.get("unmatched") is None:  # a policy written before the section existed keeps its digest
+        data.pop("unmatched", None)
+    if not data.get("fragment_terms"):  # nor does one written before fragment terms existed
+        data.pop("fragment_terms", None)
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def read_policy_text(path: str | Path) -> str:
+    """The file's text: a regular file of at most `MAX_POLICY_BYTES`, strict UTF-8."""
+    try:
+        return read_text(path, MAX_POLICY_BYTES, expected="a YAML file")
+    except ReadError as e:
+        raise PolicyError(e.source, [(e.where, e.problem)]) from e
+
+
+def validate_policy(data: Any, source: str = "<draft>") -> Policy:
+    if data is None:
+        raise PolicyError(source, [("", "the document is empty")])
+    if not isinstance(data, Mapping):
+        raise PolicyError(source, [("", f"expected a mapping at the top level, got {type(data).__name__}")])
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as e:
+        raise PolicyError(source, [describe_error(err, data) for err in e.errors()]) from e
+
+
+def parse_policy(text: str, source: str = "<draft>") -> Policy:
+    if isinstance(text, bytes | bytearray):  # an upload as it arrived: strict UTF-8, like a file
+        try:
+            text = decode_utf8(bytes(text), source)
+        except ReadError as e:
+            raise PolicyError(source, [(e.where, e.problem)]) from e
+    if not isinstance(text, str):
+        raise PolicyError(source, [("", f"expected the policy's YAML text, got {type(text).__name__}")])
+    return validate_policy(parse_yaml(text, source), source)
+
+
+def load_policy(path: str | Path | None = None) -> Policy:
+    """Read and validate a policy file (the checked-in default when `path` is None)."""
+    try:
+        p = file_path(path, "a YAML file") if path is not None else DEFAULT_POLICY_PATH
+    except ReadError as e:
+        raise PolicyError(e.source, [(e.where, e.problem)]) from e
+    return parse_policy(read_policy_text(p), str(p))
+
+
+def policy_to_yaml(policy: Policy) -> str:
+    """The policy as YAML a coach can read; `parse_policy` of it gives an equal policy."""
+    return policy.derived("yaml", _to_yaml)
+
+
+def _to_yaml(policy: Policy) -> str:
+    data = policy.model_dump(mode="json", exclude_defaults=False)
+    if data.get("unmatched") is None:
+        data.pop("unmatched", None)
+    if not data.get("fragment_terms"):
+        data.pop("fragment_terms", None)
+    for scope in data.get("scopes", {}).values():
+        for m in scope.get("modifiers", []):
+            if m.get("intents") is None:
+                m.pop("intents", None)
+    return yaml.dump(data, Dumper=YAML_DUMPER, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
+
+

@@ -1,0 +1,361 @@
+"""Reading a policy document safely, and saying what is wrong with it.
+
+`parse_yaml` is `yaml.safe_load` with limits on size, depth, aliases and expanded size, duplicate
+keys refused and tags that build objects refused (libyaml when the document is within the limits,
+the pure-Python loader to say exactly what is wrong otherwise). `describe_error` turns a pydantic
+error into the path inside the document and a message with a "did you mean".
+"""
+
+from __future__ import annotations
+
+import difflib
+import reprlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import yaml
+from pydantic import BaseModel
+
+from coachctx.errors import PolicyError
+from coachctx.reading import printable
+
+MAX_POLICY_BYTES: Final = 512 * 1024
+MAX_YAML_DEPTH: Final = 24
+MAX_YAML_ALIASES: Final = 64
+MAX_YAML_NODES: Final = 100_000
+"""Scalars and collections after every alias is expanded: the default policy has about 19,000,
+and a document that expands past this limit is refused before anything is built from it."""
+MAX_YAML_INT_DIGITS: Final = 100
+"""Far past any range a policy allows, so pydantic still names the range; Python itself gives up at 4,300."""
+
+
+# --- YAML ---------------------------------------------------------------------------------
+
+
+class _NoDuplicateKeys:
+    """PyYAML keeps the last of two equal keys without a word; a policy refuses them."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        # PyYAML keeps the last of two equal keys without a word: a second `training:` would
+        # silently replace the first. Merge keys (`<<`) may still be overridden, as YAML intends.
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)  # type: ignore[attr-defined]
+                try:
+                    seen = key in first_line
+                except TypeError:  # unhashable key: SafeConstructor reports it
+                    continue
+                if seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key!r} (first on line {first_line[key] + 1})", key_node.start_mark)
+                first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class YamlLimits:
+    """What a YAML document may cost before anything is built from it."""
+
+    max_bytes: int = MAX_POLICY_BYTES
+    max_depth: int = MAX_YAML_DEPTH
+    max_aliases: int = MAX_YAML_ALIASES
+    max_nodes: int = MAX_YAML_NODES
+    """Scalars and collections with every alias expanded: 57 aliases can stand for 885 MB."""
+
+
+POLICY_YAML: Final = YamlLimits()
+
+
+def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """Python refuses to turn more than 4,300 digits into an int, with a ValueError no YAML
+    handler expects; no number in a policy or a question set needs more than `MAX_YAML_INT_DIGITS`."""
+    digits = sum(ch.isdigit() for ch in str(node.value))
+    if digits > MAX_YAML_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a number of {digits} digits; the limit is {MAX_YAML_INT_DIGITS}", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+class _GuardedLoader(_NoDuplicateKeys, yaml.SafeLoader):
+    """SafeLoader that refuses deep nesting, alias bombs and documents that expand past a node
+    count before anything is built."""
+
+    def __init__(self, stream: str, limits: YamlLimits = POLICY_YAML) -> None:
+        super().__init__(stream)
+        self._limits = limits
+        self._depth = 0
+        self._aliases = 0
+        self._nodes = 0
+        self._expanded: dict[int, int] = {}
+        """id(node) -> its size with aliases expanded, for the aliases that point at it."""
+
+    def _count(self, n: int) -> None:
+        self._nodes += n
+        if self._nodes > self._limits.max_nodes:
+            mark = self.peek_event().start_mark if self.check_event() else None
+            line = f" (line {mark.line + 1})" if mark is not None else ""
+            raise yaml.YAMLError(f"expands to more than {self._limits.max_nodes} nodes{line}")
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > self._limits.max_aliases:
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"more than {self._limits.max_aliases} aliases (line {mark.line + 1})")
+            node = super().compose_node(parent, index)
+            self._count(self._expanded.get(id(node), 1))
+            return node
+        self._depth += 1
+        try:
+            if self._depth > self._limits.max_depth:
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"nested deeper than {self._limits.max_depth} levels (line {mark.line + 1})")
+            before = self._nodes
+            self._count(1)
+            node = super().compose_node(parent, index)
+            self._expanded[id(node)] = self._nodes - before
+            return node
+        finally:
+            self._depth -= 1
+
+
+_CBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's emitter writes the same text as the pure-Python one, four times faster."""
+
+
+class _FastLoader(_NoDuplicateKeys, _CBase):  # type: ignore[misc,valid-type]
+    """The same rules on libyaml's parser: `parse_yaml` runs it after `_within_limits` checked the
+    event stream, and falls back to `_GuardedLoader` (whose messages the tests pin) on any error."""
+
+
+def _within_limits(text: str, limits: YamlLimits) -> bool:
+    """Depth, alias and expanded-size limits on libyaml's event stream, before anything is built."""
+    depth = aliases = nodes = 0
+    anchored: dict[str, int] = {}
+    opened: list[tuple[str | None, int]] = []
+    for event in yaml.parse(text, Loader=_CBase):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            nodes += anchored.get(event.anchor or "", 1)
+            if aliases > limits.max_aliases or depth + 1 > limits.max_depth:
+                return False
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            opened.append((event.anchor, nodes))
+            nodes += 1
+            if depth > limits.max_depth:
+                return False
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            anchor, before = opened.pop()
+            if anchor is not None:
+                anchored[anchor] = nodes - before
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor is not None:
+                anchored[event.anchor] = 1
+            if depth + 1 > limits.max_depth:
+                return False
+        if nodes > limits.max_nodes:
+            return False
+    return True
+
+
+def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    raise yaml.constructor.ConstructorError(
+        None, None, f"the tag {node.tag!r} is not allowed in a policy (use plain lists, mappings, text and numbers)",
+        node.start_mark)
+
+
+# Safe, but not plain data: a `!!set` would give primary an order that changes per process.
+for _tag in ("binary", "set", "omap", "pairs"):
+    _GuardedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+    _FastLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+def _checked(tag: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """PyYAML's scalar constructors raise ValueError, KeyError or AttributeError for a value that
+    does not fit its tag (`2024-13-45`, `!!int abc`, `!!bool maybe`): a YAML error on its line instead."""
+
+    def construct_checked(loader: Any, node: Any) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as e:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{_short(node.value)} is not a valid {tag} ({type(e).__name__})", node.start_mark) from e
+
+    return construct_checked
+
+
+for _loader in (_GuardedLoader, _FastLoader):
+    _loader.add_constructor("tag:yaml.org,2002:int", _checked("int", _bounded_int))
+    for _name, _construct in (("float", yaml.SafeLoader.construct_yaml_float),
+                              ("bool", yaml.SafeLoader.construct_yaml_bool),
+                              ("timestamp", yaml.SafeLoader.construct_yaml_timestamp)):
+        _loader.add_constructor(f"tag:yaml.org,2002:{_name}", _checked(_name, _construct))
+
+
+def _fast_load(text: str, limits: YamlLimits) -> tuple[bool, Any]:
+    """(True, data) when libyaml reads the document within the limits; (False, None) otherwise,
+    so the pure-Python loader can say exactly what is wrong."""
+    if _CBase is yaml.SafeLoader:
+        return False, None
+    try:
+        if not _within_limits(text, limits):
+            return False, None
+        loader = _FastLoader(text)
+        try:
+            return True, loader.get_single_data()
+        finally:
+            loader.dispose()
+    except Exception:  # any trouble: the pure-Python loader reads it again and says what is wrong
+        return False, None
+
+
+def parse_yaml(text: str, source: str = "<draft>", limits: YamlLimits = POLICY_YAML) -> Any:
+    """`yaml.safe_load` with size, depth, alias and expanded-size limits; tags that build
+    objects are refused."""
+    if len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
+        raise PolicyError(source, [("", f"document is larger than {limits.max_bytes} bytes")])
+    done, data = _fast_load(text, limits)
+    if done:
+        return data
+    try:
+        loader = _GuardedLoader(text, limits)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise PolicyError(source, [(where, f"YAML syntax error: {e.problem or e.context}")]) from e
+    except yaml.reader.ReaderError as e:  # a character YAML refuses (NUL, BEL, ...): say on which line
+        line = text[: e.position].count("\n") + 1
+        char = f"#x{e.character:04x}" if isinstance(e.character, int) else repr(e.character)
+        raise PolicyError(source, [(f"line {line}", f"YAML error: unacceptable character {char}: {e.reason}")]) from e
+    except yaml.YAMLError as e:
+        raise PolicyError(source, [("", f"YAML error: {e}")]) from e
+    except RecursionError as e:
+        raise PolicyError(source, [("", "YAML nested too deeply")]) from e
+
+
+# --- error wording ---------------------------------------------------------------------------
+
+# The wording names the policy's own models and vocabularies, which import this module: they are
+# imported where an error is described, by then long loaded.
+
+
+def _options() -> Mapping[str, Sequence[str]]:
+    from coachctx.engine.fragments import FRAGMENT_NAMES
+    from coachctx.engine.policy import INTENTS, LANGUAGES, SCOPES
+
+    return {"fragment": FRAGMENT_NAMES, "intent": INTENTS, "scope": SCOPES, "language": tuple(LANGUAGES)}
+
+
+def format_path(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            # a key is data: 400 kB of it, or a newline in it, must not become the error's path
+            text = printable(str(part))
+            out += ("." if out else "") + (text if len(text) <= 60 else text[:57] + "...")
+    return out
+
+
+def _kind(expected: Sequence[str]) -> str:
+    for kind, options in _options().items():
+        if set(expected) <= set(options):
+            return kind
+    return "value"
+
+
+def _did_you_mean(value: Any, options: Sequence[str]) -> str:
+    if not isinstance(value, str) or len(value) > 100:
+        return ""
+    close = difflib.get_close_matches(str(value), list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The model class a location points into, for suggesting key names."""
+    from coachctx.engine.policy import IntentPolicy, Modifier, Policy, Routing, ScopePolicy, UnmatchedPolicy
+
+    model: type[BaseModel] | None = Policy
+    steps = list(loc)
+    while steps and model is not None:
+        step = steps.pop(0)
+        if model is Policy and step == "unmatched":
+            model = UnmatchedPolicy
+        elif model is Policy and step in ("intents", "scopes") and steps:
+            steps.pop(0)
+            model = IntentPolicy if step == "intents" else ScopePolicy
+        elif model is ScopePolicy and step == "modifiers" and steps:
+            steps.pop(0)
+            model = Modifier
+        elif model is Policy and step == "routing":
+            model = Routing
+        else:
+            return model if not steps else None
+    return model
+
+
+def describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
+    path, message = _describe_error(err, data)
+    if err["loc"] and err["loc"][-1] == "[key]" and isinstance(err.get("input"), bool):
+        message += " (YAML reads an unquoted yes/no/on/off as true/false: quote the key, e.g. 'no')"
+    elif isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
+        message += " (YAML reads an unquoted yes/no/on/off/true/false as a boolean, not a number)"
+    elif isinstance(err.get("input"), str) and err["type"] in ("int_type", "float_type"):
+        message += " (a number is written without quotes)"
+    return path, message
+
+
+def _describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
+    loc = list(err["loc"])
+    kind = err["type"]
+    value = err.get("input")
+    if loc and loc[-1] == "[key]":
+        loc = loc[:-1]
+        if loc and not isinstance(value, str):
+            loc[-1] = str(value)  # pydantic reports a key of True/False as 1/0: name it as written
+        else:
+            value = loc[-1] if loc else value
+    path = format_path(loc)
+    ctx = err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        known = list(model.model_fields) if model else []
+        return path, f"unknown key {_short(loc[-1])}{_did_you_mean(loc[-1], known)}" + (
+            f"; allowed: {', '.join(known)}" if known else "")
+    if kind == "literal_error":
+        expected = [s.strip().strip("'") for s in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
+        expected = [e for e in expected if e]
+        what = _kind(expected)
+        return path, f"unknown {what} {_short(value)}{_did_you_mean(value, expected)}"
+    if kind == "missing":
+        return path, "required key is missing"
+    if kind in ("greater_than", "greater_than_equal", "less_than_equal", "less_than"):
+        return path, f"{err['msg'].lower()}, got {_short(value)}"
+    if kind == "value_error":
+        msg = str(ctx.get("error", err["msg"]))
+        return path, msg
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return path, f"{err['msg'].lower()}, got {type(value).__name__} {_short(value)}"
+    return path, f"{err['msg']}, got {_short(value)}"
+
+
+_REPR: Final = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 50, 50
+
+
+def _short(value: Any) -> str:
+    # reprlib never builds the whole repr: a value YAML aliases made huge stays a short line
+    text = _REPR.repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

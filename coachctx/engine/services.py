@@ -1,0 +1,265 @@
+"""The four upstream services behind one small interface, and the fetch that never raises.
+
+`Upstream` is what a real deployment implements (HTTP clients); `FixtureUpstream` reads
+`sample_athletes/`. `fetch_bundle` turns every fault into a typed `ServiceResult`:
+timeouts, connection errors, 5xx and malformed payloads are `unreachable`; a 404 ("no record
+for this athlete") is `never_computed`. Conditions are per city and fetched once per city.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
+
+from coachctx.engine.fragments import SERVICES, ServiceName
+from coachctx.errors import InputError
+from coachctx.reading import parse_json, printable, read_bytes
+
+SAMPLE_ATHLETES_DIR: Final = Path(__file__).resolve().parents[2] / "sample_athletes"
+MAX_FIXTURE_BYTES: Final = 2 * 1024 * 1024
+
+Availability = Literal["ok", "unreachable", "never_computed"]
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a service said: an HTTP-like status and the decoded JSON body."""
+
+    status: int
+    body: Any
+    latency_ms: float | None = None
+
+
+class Upstream(Protocol):
+    """Calls one service. May raise (timeouts, connection errors): `fetch_bundle` handles it."""
+
+    def call(self, service: ServiceName, key: str) -> Response: ...
+
+
+class ServiceTimeout(TimeoutError):
+    pass
+
+
+@dataclass(frozen=True)
+class ServiceResult:
+    service: ServiceName
+    status: Availability
+    detail: str
+    body: Any = None
+    """The raw body as received (also for errors), for the naive baseline and traces."""
+    latency_ms: float | None = None
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        """The payload's `data` object ({} unless status is ok)."""
+        if self.status == "ok" and isinstance(self.body, Mapping):
+            data = self.body.get("data")
+            if isinstance(data, Mapping):
+                return data
+        return {}
+
+    def to_snapshot(self) -> dict[str, Any]:
+        return {"status": self.status, "detail": self.detail, "body": self.body, "latency_ms": self.latency_ms}
+
+    @classmethod
+    def from_snapshot(cls, service: ServiceName, snap: Mapping[str, Any]) -> ServiceResult:
+        if not isinstance(snap, Mapping):
+            raise ValueError(f"services.{service}: expected an object, got {type(snap).__name__}")
+        status = snap.get("status")
+        if status not in ("ok", "unreachable", "never_computed"):
+            raise ValueError(f"services.{service}.status: {status!r} is not ok/unreachable/never_computed")
+        return cls(service=service, status=status, detail=str(snap.get("detail", "")), body=snap.get("body"),
+                   latency_ms=snap.get("latency_ms"))
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Everything fetched for one athlete: one result per service."""
+
+    athlete: str
+    results: Mapping[ServiceName, ServiceResult]
+    city: str | None = None
+    language: str | None = None
+
+    def __getitem__(self, service: ServiceName) -> ServiceResult:
+        return self.results[service]
+
+    def naive_payload(self) -> dict[str, Any]:
+        """The whole fetched bundle, as a naive integration would paste it into a prompt."""
+        return {service: (r.body if r.status == "ok" else {"error": r.detail}) for service, r in self.results.items()}
+
+    def to_snapshot(self) -> dict[str, Any]:
+        return {"athlete": self.athlete, "city": self.city, "language": self.language,
+                "services": {s: r.to_snapshot() for s, r in self.results.items()}}
+
+    @classmethod
+    def from_snapshot(cls, snap: Mapping[str, Any]) -> Bundle:
+        services = snap.get("services")
+        if not isinstance(services, Mapping):
+            raise ValueError("bundle.services: expected a mapping of the four services")
+        missing = [s for s in SERVICES if s not in services]
+        if missing:
+            raise ValueError(f"bundle.services: missing {', '.join(missing)}")
+        for key in ("city", "language"):
+            if not isinstance(snap.get(key), str | None):
+                raise ValueError(f"bundle.{key}: expected text or null, got {type(snap.get(key)).__name__}")
+        return cls(athlete=str(snap.get("athlete", "")),
+                   results={s: ServiceResult.from_snapshot(s, services[s]) for s in SERVICES},
+                   city=snap.get("city"), language=snap.get("language"))
+
+
+# --- fetching --------------------------------------------------------------------------------
+
+
+def _describe_fault(e: BaseException) -> str:
+    if isinstance(e, TimeoutError):
+        return f"timed out ({e})" if str(e) else "timed out"
+    if isinstance(e, ConnectionError):
+        return f"connection failed ({e})" if str(e) else "connection failed"
+    return f"call raised {type(e).__name__}: {e}"
+
+
+def call_service(upstream: Upstream, service: ServiceName, key: str) -> ServiceResult:
+    """One call, every outcome typed. Never raises."""
+    started = time.perf_counter()
+    try:
+        response = upstream.call(service, key)
+    except Exception as e:
+        return ServiceResult(service, "unreachable", f"{service} service {_describe_fault(e)}",
+                             latency_ms=round((time.perf_counter() - started) * 1000, 1))
+    latency = response.latency_ms
+    if response.status == 404:
+        return ServiceResult(service, "never_computed",
+                             f"{service} service answered 404: nothing has been computed for {key}",
+                             body=response.body, latency_ms=latency)
+    if response.status >= 500 or response.status < 200 or response.status >= 300:
+        return ServiceResult(service, "unreachable", f"{service} service answered HTTP {response.status}",
+                             body=response.body, latency_ms=latency)
+    body = response.body
+    if not isinstance(body, Mapping) or not isinstance(body.get("data"), Mapping):
+        shape = type(body).__name__ if not isinstance(body, Mapping) else "an object without a 'data' object"
+        return ServiceResult(service, "unreachable", f"{service} service sent a malformed payload ({shape})",
+                             body=body, latency_ms=latency)
+    return ServiceResult(service, "ok", f"{service} service answered", body=body, latency_ms=latency)
+
+
+@dataclass
+class ConditionsCache:
+    """Conditions are the same for everyone in a city: fetch each city once per cache."""
+
+    by_city: dict[str, ServiceResult] = field(default_factory=dict)
+
+
+def fetch_bundle(upstream: Upstream, athlete: str, cache: ConditionsCache | None = None) -> Bundle:
+    """Fetch the four services for one athlete. Never raises; faults become typed results."""
+    account = call_service(upstream, "account", athlete)
+    results: dict[ServiceName, ServiceResult] = {"account": account}
+    for service in ("baselines", "readiness"):
+        results[service] = call_service(upstream, service, athlete)  # type: ignore[arg-type]
+    prefs = account.data.get("preferences") if account.status == "ok" else None
+    city = prefs.get("city") if isinstance(prefs, Mapping) else None
+    language = prefs.get("language") if isinstance(prefs, Mapping) else None
+    if not isinstance(city, str) or not city.strip():
+        why = "the account has no city" if account.status == "ok" else f"the city is unknown ({account.detail})"
+        results["conditions"] = ServiceResult("conditions", "unreachable", f"conditions not fetched: {why}")
+    elif cache is not None and city in cache.by_city:
+        results["conditions"] = cache.by_city[city]
+    else:
+        results["conditions"] = call_service(upstream, "conditions", city)
+        if cache is not None:
+            cache.by_city[city] = results["conditions"]
+    return Bundle(athlete=athlete, results=results, city=city if isinstance(city, str) else None,
+                  language=language if isinstance(language, str) else None)
+
+
+# --- fixtures --------------------------------------------------------------------------------
+
+
+ATHLETE_ID: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+"""An athlete is an id, never a path: `../x`, `/etc/x` or `a/b` can only name a file elsewhere."""
+
+
+class FixtureUpstream:
+    """Serves `sample_athletes/`: `<athlete>.json` for account/baselines/readiness and
+    `conditions.json` for cities. A fixture entry is `{"status", "body", "latency_ms"}` or
+    `{"fault": "timeout" | "connection_error" | "exception"}`; a service missing from an
+    athlete's file answers 404. Files are read with `reading.read_bytes` and `parse_json`, so a
+    FIFO, a huge file or a file that is not JSON is an `InputError` naming it."""
+
+    def __init__(self, root: str | Path = SAMPLE_ATHLETES_DIR) -> None:
+        self.root = Path(root)
+        self.calls: list[tuple[str, str]] = []
+        self._files: dict[str, Any] = {}
+
+    def athletes(self) -> list[str]:
+        return sorted(p.stem for p in self.root.glob("*.json") if p.stem != "conditions" and ATHLETE_ID.match(p.stem))
+
+    def describe(self, athlete: str) -> str:
+        return printable(" ".join(str(self._athlete(athlete).get("description", "")).split()))
+
+    def _read(self, name: str) -> Any:
+        if name not in self._files:
+            path = self.root / f"{name}.json"
+            self._files[name] = parse_json(read_bytes(path, MAX_FIXTURE_BYTES, expected="a fixture JSON file"),
+                                           str(path))
+        return self._files[name]
+
+    def check(self, athlete: str) -> None:
+        """InputError unless `athlete` is the id of a sample athlete; the message lists them."""
+        if not self.has(athlete):
+            known = ", ".join(self.athletes()) or f"none (no fixtures in {self.root})"
+            shown = printable(athlete if isinstance(athlete, str) else str(athlete))
+            shown = repr(shown if len(shown) <= 64 else shown[:61] + "...")
+            if isinstance(athlete, str) and ATHLETE_ID.match(athlete):
+                raise InputError(f"unknown athlete {shown}; sample athletes are: {known}")
+            raise InputError(f"athlete {shown} is not an athlete id (lower-case letters, digits, '-' and '_'; "
+                             f"never a path); sample athletes are: {known}")
+        if not isinstance(self._read(athlete), Mapping):  # a broken fixture is refused here, naming the file
+            raise InputError(f"{self.root / athlete}.json: expected an object")
+
+    def _athlete(self, athlete: str) -> Mapping[str, Any]:
+        self.check(athlete)
+        data = self._read(athlete)
+        if not isinstance(data, Mapping):
+            raise InputError(f"{self.root / athlete}.json: expected an object")
+        return data
+
+    def has(self, athlete: str) -> bool:
+        return (isinstance(athlete, str) and athlete != "conditions" and ATHLETE_ID.match(athlete) is not None
+                and (self.root / f"{athlete}.json").is_file())
+
+    def call(self, service: ServiceName, key: str) -> Response:
+        self.calls.append((service, key))
+        if service == "conditions":
+            cities = self._read("conditions")
+            cities = cities.get("cities") if isinstance(cities, Mapping) else None
+            entry = cities.get(key) if isinstance(cities, Mapping) else None
+        else:
+            services = self._athlete(key).get("services")
+            entry = services.get(service) if isinstance(services, Mapping) else None
+        if entry is None:
+            return Response(404, {"error": "not_found", "message": f"no {service} record for {key}"})
+        if not isinstance(entry, Mapping):
+            raise InputError(f"fixture for {service} ({key}): expected an object, got {type(entry).__name__}")
+        fault = entry.get("fault")
+        if fault == "timeout":
+            raise ServiceTimeout(f"no answer after {_whole(entry.get('after_ms', 2000), 'after_ms', 0, 600_000)} ms")
+        if fault == "connection_error":
+            raise ConnectionError("connection refused")
+        if fault is not None:
+            raise RuntimeError(f"simulated fault {str(fault)[:40]!r}")
+        latency = entry.get("latency_ms")
+        if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float)):
+            raise InputError(f"fixture for {service} ({key}): latency_ms: expected a number, got {latency!r}")
+        return Response(_whole(entry.get("status", 200), "status", 100, 599), entry.get("body"), latency)
+
+
+def _whole(value: Any, what: str, low: int, high: int) -> int:
+    """A fixture's number: JSON `true` is not 1, and a status must be an HTTP status."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputError(f"fixture {what}: expected a whole number from {low} to {high}, got {value!r}")
+    return value

@@ -1,0 +1,236 @@
+"""Unicode normalisation and per-script tokenisation.
+
+Scripts written with spaces are split into word tokens and stemmed per language; Han, Hiragana
+and Katakana are kept as runs and matched by substring; Hangul tokens match by prefix, since
+Korean particles attach to the end of a word.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Final
+
+import snowballstemmer
+
+MAX_TOKEN_CHARS: Final = 64
+
+
+def _word_chunks(text: str) -> list[str]:
+    """Runs of letters and digits. A combining mark (Thai vowels, Devanagari viramas, Arabic
+    harakat) continues the word it follows: `[^\\W_]+` alone would cut "दर्द" in two."""
+    chunks: list[str] = []
+    current: list[str] = []
+    for ch in text:
+        if ch.isalnum() or (current and unicodedata.category(ch).startswith("M")):
+            current.append(ch)
+        elif current:
+            chunks.append("".join(current))
+            current = []
+    if current:
+        chunks.append("".join(current))
+    return chunks
+
+
+def normalise(text: str) -> str:
+    """NFKC, casefold, invisible format characters (ZWJ, RTL marks, BOM) removed, digits of every
+    script as 0-9."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
+    if not text.isascii():
+        # digits of every script read as 0-9: "٥ كم" and "५ किमी" are 5 km, like "5k" in the vocabulary
+        text = "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() and not ch.isascii() else ch for ch in text)
+    # Turkish capital İ casefolds to i + a combining dot; the dot would hide "İdman" from "idman"
+    return text.casefold().replace("i\u0307", "i")
+
+
+def script_of(ch: str) -> str:
+    cp = ord(ch)
+    if cp < 0x250 or 0x1E00 <= cp <= 0x1EFF:
+        return "Latin" if ch.isalpha() else "Common"
+    if 0x0400 <= cp <= 0x052F:
+        return "Cyrillic"
+    if 0x3040 <= cp <= 0x309F:
+        return "Hiragana"
+    if 0x30A0 <= cp <= 0x30FF or 0x31F0 <= cp <= 0x31FF:
+        return "Katakana"
+    if 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2FA1F or 0xF900 <= cp <= 0xFAFF:
+        return "Han"
+    if 0xAC00 <= cp <= 0xD7AF or 0x1100 <= cp <= 0x11FF or 0x3130 <= cp <= 0x318F:
+        return "Hangul"
+    if not ch.isalpha():
+        return "Common"
+    try:
+        return unicodedata.name(ch).split(" ", 1)[0].title()
+    except ValueError:
+        return "Unknown"
+
+
+def letter_scripts(word: str) -> frozenset[str] | None:
+    """The scripts of the word's letters and marks ("Latin", "Cyrillic", "Devanagari", ...; ASCII
+    digits belong to none), or None when it holds a character of no script (a symbol, a combining
+    accent on a digit): such a word must be stemmed under every algorithm."""
+    if word.isascii():
+        return _LATIN if not word.isdigit() else _NONE
+    scripts: set[str] = set()
+    for ch in word:
+        if ch.isascii():
+            if ch.isalpha():
+                scripts.add("Latin")
+        elif ch.isalpha():
+            scripts.add(script_of(ch))
+        elif unicodedata.category(ch).startswith("M"):
+            # a vowel sign or virama is named after its script ("DEVANAGARI VOWEL SIGN AA"); a
+            # combining accent ("COMBINING ACUTE ACCENT") after none
+            name = unicodedata.name(ch, "").split(" ", 1)[0].title()
+            if name in ("", "Combining"):
+                return None
+            scripts.add(name)
+        else:
+            return None
+    return frozenset(scripts)
+
+
+_LATIN: Final = frozenset({"Latin"})
+_NONE: Final = frozenset[str]()
+
+
+UNSPACED: Final = frozenset({"Han", "Hiragana", "Katakana"})
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A normalised question split by script."""
+
+    text: str
+    words: tuple[str, ...]
+    """Tokens of spaced scripts (Latin, Cyrillic, Greek, Hangul, ...), in order."""
+    unspaced: str
+    """Han/Hiragana/Katakana runs joined by a space, for substring matching."""
+    scripts: tuple[str, ...]
+    """Scripts seen, in order of first appearance (Common excluded)."""
+    raw: str = ""
+    """The question as written, for the model (which reads case and punctuation)."""
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    """Per-question results (stems per algorithm, terms per matcher), so two policies or three
+    matchers reading one question do the work once."""
+
+    def stems(self, algorithm: str) -> list[str]:
+        key = ("stems", algorithm)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = [stem(w, algorithm) for w in self.words]
+        return found  # type: ignore[return-value]
+
+
+_ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
+_ASCII_LETTER: Final = re.compile(r"[a-z]")
+_LONG_ASCII_WORD: Final = re.compile(f"[a-z0-9]{{{MAX_TOKEN_CHARS + 1}}}")
+_LATIN_SCRIPT: Final = ("Latin",)
+
+
+def tokenise(question: str) -> Tokens:
+    if question.isascii():
+        # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
+        # holds no format characters, and its only letters are Latin
+        text = question.lower()
+        found = _ASCII_WORD.findall(text)
+        if _STRETCHED.search(text) or _LONG_ASCII_WORD.search(text):
+            # a held-down letter or an overlong word: the rare case, word by word
+            found = [unstretch(w)[:MAX_TOKEN_CHARS] for w in found]
+        return Tokens(text=text, words=tuple(found), unspaced="",
+                      scripts=_LATIN_SCRIPT if _ASCII_LETTER.search(text) else (), raw=question)
+    text = normalise(question)
+    words: list[str] = []
+    runs: list[str] = []
+    scripts: dict[str, None] = {}
+    for chunk in _word_chunks(text):
+        current: list[str] = []
+        current_unspaced: bool | None = None
+        for ch in chunk:
+            script = script_of(ch)
+            if script != "Common":
+                scripts.setdefault(script, None)
+            # a combining mark belongs to the run it follows, whatever that run's script
+            unspaced = current_unspaced if current and script == "Common" and not ch.isalnum() \
+                else script in UNSPACED
+            if current and unspaced != current_unspaced:
+                (runs if current_unspaced else words).append("".join(current))
+                current = []
+            current.append(ch)
+            current_unspaced = unspaced
+        if current:
+            (runs if current_unspaced else words).append("".join(current))
+    words = [unstretch(w)[:MAX_TOKEN_CHARS] for w in words]
+    return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
+
+
+_STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
+_STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
+
+
+@lru_cache(maxsize=100_000)
+def unstretch(word: str) -> str:
+    """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
+    "soooo" -> "so". A run of three or more of one letter ends the word as one letter and stands for
+    two inside it ("feeeel" -> "feel"); no language writes a letter three times at the end of a word,
+    and inside one only a compound's seam does ("Schifffahrt" reads as the older "Schiffahrt", on the
+    term's side too). Digits are never touched ("1000")."""
+    return _STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))
+
+
+# letters with a stroke, not a combining accent, that chat typed without diacritics writes plain
+_STROKES: Final = str.maketrans({"đ": "d", "ł": "l", "ø": "o", "ħ": "h", "ı": "i"})
+_FOLDED_SCRIPTS: Final = frozenset({"Latin", "Greek"})
+"""Scripts whose accents are optional in chat. Never Devanagari or Thai, whose combining marks are
+vowels: stripping them makes another word."""
+
+
+def fold_accents(word: str) -> str:
+    """The word as typed without accents: "récupération" -> "recuperation", "đau" -> "dau",
+    "πόνος" -> "πονος"; marks on other scripts are kept."""
+    kept: list[str] = []
+    base = ""
+    for ch in unicodedata.normalize("NFD", word.translate(_STROKES)):
+        if not unicodedata.combining(ch):
+            base = script_of(ch)
+        elif base in _FOLDED_SCRIPTS:
+            continue
+        kept.append(ch)
+    return unicodedata.normalize("NFC", "".join(kept))
+
+
+@lru_cache(maxsize=32)
+def stemmer(algorithm: str) -> snowballstemmer.Stemmer:  # type: ignore[name-defined]
+    """The Snowball stemmer of an algorithm (PyStemmer's C one where installed), made once.
+    PyStemmer's own cache is turned off: the callers memoise what they stem, and its entries (a
+    list per word stemmed) are objects every full garbage collection would walk."""
+    found = snowballstemmer.stemmer(algorithm)
+    if hasattr(found, "maxCacheSize"):
+        found.maxCacheSize = 0
+    return found
+
+
+WHOLE_WORD: Final = "word"
+"""The matching mode of a language without a stemmer whose words do not inflect (Vietnamese)."""
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str, algorithm: str) -> str:
+    """The word's stem under a Snowball algorithm, or the word itself under `WHOLE_WORD`."""
+    return word if algorithm == WHOLE_WORD else str(stemmer(algorithm).stemWord(word))
+
+
+def stem_variants(word: str, algorithm: str) -> frozenset[str]:
+    """Every key a vocabulary term is filed under: its stem, and the stem of its accent-folded
+    form, so a question typed without accents ("recuperacion", "dau goi") still meets a term
+    written with them. A question word is looked up by its own stem, accents and all: a word
+    written with *other* accents is another word ("đối" is not Portuguese "dói")."""
+    if algorithm in _KEEP_ACCENTS:
+        return frozenset({stem(word, algorithm)})
+    return frozenset({stem(word, algorithm), stem(fold_accents(word), algorithm)})
+
+
+_KEEP_ACCENTS: Final = frozenset({"russian"})

@@ -1,0 +1,218 @@
+"""Question sets: YAML in the format of tests/data/questions/dev.yaml (`q`, labels `intents`,
+`needs` and `scope`, the horizon the question implies), or a log as JSONL or CSV with a
+`question` (or `q`) column and optional `athlete`, `scope` (the scope the caller asked for),
+`tier`, `intents` and `needs` columns. Rows that cannot be read are skipped with their reason,
+never fatal to a run of 100,000.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.engine.policy import INTENTS
+from coachctx.engine.policy_loading import YamlLimits, parse_yaml
+from coachctx.errors import InputError, PolicyError
+from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text
+
+MAX_QUESTIONS: Final = 1_000_000
+
+MAX_FILE_BYTES: Final = 512 * 1024 * 1024
+
+MAX_YAML_BYTES: Final = 16 * 1024 * 1024
+"""YAML is parsed whole and far slower than JSONL or CSV: a set this large belongs in a log."""
+
+QUESTION_SET_YAML: Final = YamlLimits(max_bytes=MAX_YAML_BYTES, max_nodes=4 * MAX_QUESTIONS)
+
+FORMATS: Final = {".yaml": "yaml", ".yml": "yaml", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+
+@dataclass(frozen=True)
+class Question:
+    """One row of a question set."""
+
+    row: int
+    """1-based: the list index in YAML, the line in JSONL, the data row in CSV."""
+    question: str
+    athlete: str | None = None
+    scope: str = "auto"
+    """The scope requested (logs); `auto` infers it from the question, as `select()` does."""
+    tier: str | None = None
+    intents: tuple[str, ...] | None = None
+    """Labels: the intents any of which is a correct route. None when unlabelled."""
+    needs: tuple[str, ...] | None = None
+    """Labels: fragments an expert would insist on. None when unlabelled."""
+    expected_scope: str | None = None
+    """Label: the horizon the question implies (dev.yaml's `scope`)."""
+    lang: str | None = None
+    """The language it is written in, where the set says (the corpus does)."""
+    origin: str | None = None
+    """Who labelled it, where the set says: `coach` or `model` (`coachctx suggest` weighs them)."""
+
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    source: str
+    questions: tuple[Question, ...]
+    skipped: tuple[tuple[int, str], ...] = ()
+    """(row, why) for rows that could not be read."""
+
+
+
+def read_questions(path: str | Path) -> QuestionSet:
+    """Read a question set; the format comes from the suffix (.yaml/.yml, .jsonl/.ndjson, .csv)."""
+    p = file_path(path, "a question set file")
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
+                         f"use one of {', '.join(FORMATS)}")
+    limit = MAX_YAML_BYTES if fmt == "yaml" else MAX_FILE_BYTES
+    text = read_text(p, limit, expected="a question set file", strip_bom=True)
+    return parse_questions(text, fmt, str(p))
+
+
+
+def parse_questions(text: str, fmt: str, source: str = "<questions>") -> QuestionSet:
+    """Parse a question set already in memory (the app's upload). `fmt`: yaml, jsonl or csv."""
+    if not isinstance(text, str):
+        raise InputError(f"{source}: expected the question set's text, got {type(text).__name__}")
+    if fmt == "yaml":
+        records = _yaml_records(text, source)
+    elif fmt == "jsonl":
+        records = _jsonl_records(text)
+    elif fmt == "csv":
+        records = _csv_records(text, source)
+    else:
+        raise InputError(f"{source}: unknown question set format {fmt!r}; use yaml, jsonl or csv")
+    questions: list[Question] = []
+    skipped: list[tuple[int, str]] = []
+    for row, record in records:
+        if len(questions) >= MAX_QUESTIONS:
+            raise InputError(f"{source}: more than {MAX_QUESTIONS} questions; split the set")
+        if isinstance(record, str):
+            skipped.append((row, record))
+            continue
+        try:
+            questions.append(_question(row, record, labels_scope=fmt == "yaml"))
+        except ValueError as e:
+            skipped.append((row, str(e)))
+    if not questions:
+        why = f" (row {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
+        raise InputError(f"{source}: no questions found{why}")
+    return QuestionSet(source, tuple(questions), tuple(skipped))
+
+
+
+def _yaml_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
+    try:
+        data = parse_yaml(text, source, QUESTION_SET_YAML)
+    except PolicyError as e:  # the policy's guarded loader: same limits on nesting, aliases, expansion
+        where, problem = e.problems[0]
+        raise InputError(f"{source}: not valid YAML ({f'{where}: ' if where else ''}{problem})") from e
+    check_json_value(data, source)
+    items = data.get("questions") if isinstance(data, Mapping) else data
+    if not isinstance(items, list):
+        raise InputError(f"{source}: expected a list of questions (or a mapping with `questions:`)")
+    for i, item in enumerate(items, 1):
+        if isinstance(item, str):
+            item = {"q": item}
+        yield i, item if isinstance(item, Mapping) else f"expected a mapping with `q`, got {type(item).__name__}"
+
+
+
+def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
+    # JSONL lines end at \n only: `splitlines()` would also cut at U+2028 or \x1e inside a string
+    for line_no, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        try:
+            obj = parse_json(line, f"line {line_no}")
+        except ReadError as e:
+            if e.where.startswith("line 1, "):  # a JSON syntax error: its column on this line
+                yield line_no, f"{e.problem} ({e.where.removeprefix('line 1, ')})"
+            else:
+                yield line_no, f"{e.where}: {e.problem}" if e.where else e.problem
+            continue
+        yield line_no, obj if isinstance(obj, Mapping) else f"expected a JSON object, got {type(obj).__name__}"
+
+
+
+def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
+    # newline="": the csv module reads line ends itself, so a file ending lines in \r alone (old
+    # spreadsheets) reads, and a newline inside a quoted cell stays in the cell
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as e:  # a header cell past the csv module's field limit
+        raise InputError(f"{source}: not valid CSV in the header ({e})") from e
+    columns = [c.strip().casefold() for c in header]
+    if "question" not in columns and "q" not in columns:
+        # the header is data: a quoted newline or 100 kB in it must not make the error span lines
+        shown = printable(", ".join(header)) or "nothing"
+        raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
+                         f"{shown if len(shown) <= 200 else shown[:197] + '...'}")
+    try:
+        for i, record in enumerate(reader, 1):
+            yield i, {(k or "").strip().casefold(): v for k, v in record.items()}
+    except csv.Error as e:
+        raise InputError(f"{source}: not valid CSV near data row {reader.line_num} ({e})") from e
+
+
+
+def _labels(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        # CSV cells: "training;injury", "training|injury" or "training injury"
+        value = [v for v in value.replace("|", " ").replace(";", " ").replace(",", " ").split() if v]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{what}: expected a list of names")
+    unknown = [v for v in value if v not in known]
+    if unknown:
+        raise ValueError(f"{what}: unknown {kind} {unknown[0]!r}")
+    return tuple(value)
+
+
+
+def _text(record: Mapping[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: expected text, got {type(value).__name__}")
+    return value.strip()
+
+
+
+def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Question:
+    q = record.get("question", record.get("q"))
+    if not isinstance(q, str) or not q.strip():
+        raise ValueError("the question is empty" if q in (None, "") or isinstance(q, str)
+                         else f"question: expected text, got {type(q).__name__}")
+    if len(q.strip()) > MAX_QUESTION_CHARS:
+        raise ValueError(f"the question is {len(q.strip())} characters; the limit is {MAX_QUESTION_CHARS}")
+    scope = _text(record, "scope")
+    if scope is not None and scope not in SCOPE_REQUESTS:
+        raise ValueError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+    intents_value = record.get("intents", record.get("intent"))
+    needs_value = record.get("needs")
+    if isinstance(needs_value, str) and not needs_value.strip() and intents_value not in (None, ""):
+        needs_value = []  # a CSV row with intents but an empty needs cell needs nothing
+    return Question(
+        row=row, question=q.strip(), athlete=_text(record, "athlete"),
+        scope="auto" if labels_scope or scope is None else scope,
+        tier=_text(record, "tier"),
+        intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents", "intent"),
+        needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs", "fragment"),
+        expected_scope=scope if labels_scope and scope != "auto" else None,
+        lang=_text(record, "lang"), origin=_text(record, "origin"),
+    )

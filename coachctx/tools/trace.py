@@ -1,0 +1,336 @@
+"""Decision traces: the Decision's JSON plus the fetched bundle snapshot and the inputs, so an
+engineer can reproduce a reported answer and see whether today's policy decides differently."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from coachctx.engine.decision import Decision
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import MAX_BUDGET, Policy
+from coachctx.engine.routing import ModelAnswer
+from coachctx.engine.services import Bundle
+from coachctx.errors import InputError, TraceError
+from coachctx.reading import ReadError, control_character, decode_utf8, parse_json, read_bytes
+
+TRACE_FORMAT: Final = "coachctx.trace/1"
+MAX_TRACE_BYTES: Final = 5 * 1024 * 1024
+
+
+NONFINITE_KEY: Final = "$nonfinite"
+"""A bundle number JSON cannot hold (NaN, Infinity) is written as {"$nonfinite": "Infinity"} and
+read back as the number, so a replay sees the payload the decision saw."""
+
+
+def make_trace(decision: Decision, bundle: Bundle, *, cost_mode: str, budget: int | None) -> dict[str, Any]:
+    """The trace document. A lone surrogate anywhere (a question typed as bytes that were not
+    UTF-8, a model's broken answer) is written as U+FFFD: a trace is a file read back strictly,
+    like every file coachctx reads, so it holds only valid Unicode."""
+    return _valid_text({
+        "format": TRACE_FORMAT,
+        "inputs": {"question": decision.question, "athlete": decision.athlete,
+                   "scope": decision.scope["requested"], "tier": decision.tier, "budget": budget,
+                   "cost_mode": cost_mode},
+        "decision": decision.to_json(),
+        "bundle": _tag_nonfinite(bundle.to_snapshot()),
+    })
+
+
+def _valid_text(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in obj) if _has_surrogate(obj) else obj
+    if isinstance(obj, Mapping):
+        return {_valid_text(k): _valid_text(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_valid_text(v) for v in obj]
+    return obj
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _tag_nonfinite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return {NONFINITE_KEY: repr(obj).replace("inf", "Infinity").replace("nan", "NaN")}
+    if isinstance(obj, Mapping):
+        return {k: _tag_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_tag_nonfinite(v) for v in obj]
+    return obj
+
+
+def _untag_nonfinite(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        if set(obj) == {NONFINITE_KEY} and obj[NONFINITE_KEY] in ("NaN", "Infinity", "-Infinity"):
+            return float(obj[NONFINITE_KEY].replace("Infinity", "inf"))
+        return {k: _untag_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_untag_nonfinite(v) for v in obj]
+    return obj
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Mapping):
+        return {k if isinstance(k, str) else str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_text(obj: Any, *, indent: int | None = 2, ascii_only: bool = False) -> str:
+    """Strict JSON any UTF-8 stream can carry: no NaN or Infinity (a non-finite number is null),
+    and a lone surrogate in any string (a question pasted from a broken source) written as its
+    `\\udXXX` escape, which reads back as the same string."""
+    text = json.dumps(_finite(obj), ensure_ascii=ascii_only, allow_nan=False, indent=indent, default=str)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _refuse_special(p: Path) -> None:
+    """Only a new file or a regular one is (re)written: never through a symlink, and never
+    over a directory, a FIFO, a socket or a device node."""
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        if not parent.is_dir():
+            why = ("No such file or directory (the directory {} does not exist)" if not parent.exists() else
+                   "Not a directory ({} is not a directory)")
+            raise InputError(f"cannot write {p}: {why.format(parent)}")
+    except OSError as e:
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else
+            "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    raise InputError(f"cannot write {p}: it is {kind}; give a new file or a regular file to replace")
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    """Write JSON so the file is either the old one or the whole new one, never half: a
+    temporary file in the same directory, renamed over the path. Anything but a new or regular
+    file is refused, naming the path asked for, and nothing is left behind on failure."""
+    write_text_atomic(path, json_text(obj) + "\n")
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """`text` written as `write_json_atomic` writes JSON: whole or not at all."""
+    p = Path(path)
+    _refuse_special(p)
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        # the name cut short: a target name near the file system's limit still leaves room for the temp's
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:64]}.", suffix=".tmp", dir=parent)
+    except OSError as e:  # name the file the user asked for, not the temporary one
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        _refuse_special(p)  # narrows the window in which something else appeared at the path
+        os.replace(tmp, p)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"cannot write {p}: {e.strerror or e}") from e
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Trace:
+    inputs: Mapping[str, Any]
+    decision: Mapping[str, Any]
+    bundle: Bundle
+    source: str
+
+
+def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
+    """A trace from its JSON (text, or bytes as uploaded): strict JSON (`reading.parse_json`),
+    then the shape replay needs, every input checked as `select()` would take it. A UTF-8 byte
+    order mark (a trace saved by a Windows editor) is skipped."""
+    if isinstance(text, bytearray):
+        text = bytes(text)
+    if not isinstance(text, str | bytes):
+        raise TraceError(f"{source}: expected the trace's JSON text, got {type(text).__name__}")
+    if len(text) > MAX_TRACE_BYTES:
+        raise TraceError(f"{source}: trace is larger than {MAX_TRACE_BYTES} bytes")
+    try:
+        obj = parse_json(decode_utf8(text, source, strip_bom=True) if isinstance(text, bytes)
+                         else text.removeprefix("\ufeff"), source)
+    except ReadError as e:
+        raise TraceError(str(e)) from e
+    if not isinstance(obj, Mapping):
+        raise TraceError(f"{source}: expected a JSON object with inputs, decision and bundle")
+    if obj.get("format") != TRACE_FORMAT:
+        raise TraceError(f"{source}: format is {obj.get('format')!r}, expected {TRACE_FORMAT!r} "
+                         "(write one with `coachctx explain ... --trace-out FILE`)")
+    for key in ("inputs", "decision", "bundle"):
+        if not isinstance(obj.get(key), Mapping):
+            raise TraceError(f"{source}: {key}: expected an object")
+    inputs = obj["inputs"]
+    if not isinstance(inputs.get("question"), str) or not inputs["question"].strip():
+        raise TraceError(f"{source}: inputs.question: expected the question text")
+    _check_inputs(inputs, source)
+    try:
+        bundle = Bundle.from_snapshot(_untag_nonfinite(obj["bundle"]))
+    except ValueError as e:
+        raise TraceError(f"{source}: {e}") from e
+    return Trace(inputs=inputs, decision=obj["decision"], bundle=bundle, source=source)
+
+
+def _check_inputs(inputs: Mapping[str, Any], source: str) -> None:
+    """The recorded inputs replay hands to `select()`: text where text is expected, and a budget
+    that is a whole number in range (JSON `true` is not the budget 1)."""
+    for key in ("athlete", "scope", "tier", "cost_mode"):
+        value = inputs.get(key)
+        if value is not None and not isinstance(value, str):
+            raise TraceError(f"{source}: inputs.{key}: expected text or null, got {type(value).__name__}")
+        if value is not None and control_character(value) is not None:
+            raise TraceError(f"{source}: inputs.{key}: holds the control character {control_character(value)}")
+    budget = inputs.get("budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or not 0 <= budget <= MAX_BUDGET):
+        raise TraceError(f"{source}: inputs.budget: expected a whole number from 0 to {MAX_BUDGET} or null, "
+                         f"got {budget!r}")
+    cost_mode = inputs.get("cost_mode")
+    if cost_mode is not None and cost_mode not in ("hand", "measured"):
+        raise TraceError(f"{source}: inputs.cost_mode: expected hand or measured, got {cost_mode!r}")
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read a trace file: a regular file of at most `MAX_TRACE_BYTES`, then `parse_trace`."""
+    try:
+        data = read_bytes(path, MAX_TRACE_BYTES, expected="a trace JSON file")
+    except ReadError as e:
+        raise TraceError(str(e)) from e
+    return parse_trace(data, str(path))
+
+
+class RecordedClassifier:
+    """Answers with the model label recorded in a trace, so a replay does not call a model."""
+
+    def __init__(self, raw: str | None) -> None:
+        self.raw = raw
+
+    def __call__(self, question: str, intents: Sequence[str]) -> ModelAnswer:
+        if self.raw is None:
+            return ModelAnswer(raw=None, latency_ms=0.0, error="no model answer recorded in the trace")
+        return ModelAnswer(raw=self.raw, latency_ms=0.0)
+
+
+COMPARED: Final = (
+    ("question", lambda d: d["question"]),
+    ("athlete", lambda d: d["athlete"]),
+    ("policy.digest", lambda d: d["policy"]["digest"]),
+    ("intent.name", lambda d: d["intent"]["name"]),
+    ("intent.source", lambda d: d["intent"]["source"]),
+    ("intent.contenders", lambda d: d["intent"]["contenders"]),
+    ("intent.scores", lambda d: {k: v for k, v in d["intent"]["scores"].items() if v}),
+    ("scope.effective", lambda d: d["scope"]["effective"]),
+    ("budget", lambda d: d["budget"]),
+    ("selected", lambda d: d["selected"]),
+    ("withheld", lambda d: {w["fragment"]: w["reason"] for w in d["withheld"]}),
+    ("tokens.prompt", lambda d: d["tokens"]["prompt"]),
+    ("warnings", lambda d: d["warnings"]),
+)
+
+
+def compare(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Field-by-field differences between two Decision JSONs: [{field, recorded, now}]. Besides
+    the route and the selection, the policy digest, every fragment's line and every message of
+    the prompt and of the naive prompt (which holds the whole bundle) are compared, so a trace
+    whose bundle or decision was edited does not replay as the same decision; a missing or
+    malformed recorded field counts as different."""
+    fields: list[tuple[str, Any, Any]] = [(name, _get(get, recorded), get(now)) for name, get in COMPARED]
+    before_lines, after_lines = _lines(recorded), _lines(now)
+    fields += [(f"fragments.{name}.line", before_lines.get(name), after_lines.get(name))
+               for name in dict.fromkeys([*after_lines, *before_lines])]
+    for key in ("messages", "naive_messages"):
+        before_prompt, after_prompt = _messages(recorded, key), _messages(now, key)
+        for i in range(max(len(before_prompt), len(after_prompt))):
+            role = (after_prompt[i] if i < len(after_prompt) else before_prompt[i])[0]
+            fields.append((f"prompt.{key}[{i}].{role}", _content(before_prompt, i), _content(after_prompt, i)))
+    return [{"field": name, "recorded": before, "now": after} for name, before, after in fields if before != after]
+
+
+def _get(get: Any, d: Mapping[str, Any]) -> Any:
+    try:
+        return get(d)
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+def _lines(d: Mapping[str, Any]) -> dict[str, Any]:
+    fragments = d.get("fragments")
+    if not isinstance(fragments, list):
+        return {}
+    return {str(f.get("name")): f.get("line") for f in fragments if isinstance(f, Mapping)}
+
+
+def _messages(d: Mapping[str, Any], key: str) -> list[tuple[str, Any]]:
+    prompt = d.get("prompt")
+    messages = prompt.get(key) if isinstance(prompt, Mapping) else None
+    if not isinstance(messages, list):
+        return [("message", None)]  # nothing recorded: differs from any prompt
+    return [(str(m.get("role", "message")), m.get("content")) if isinstance(m, Mapping) else ("message", m)
+            for m in messages]
+
+
+def _content(messages: list[tuple[str, Any]], i: int) -> Any:
+    return messages[i][1] if i < len(messages) else None
+
+
+@dataclass(frozen=True)
+class Replay:
+    trace: Trace
+    decision: Decision
+    differences: list[dict[str, Any]]
+
+    @property
+    def same(self) -> bool:
+        return not self.differences
+
+
+def replay(trace: Trace, policy: Policy, *, policy_source: str, policy_version: str | None = None) -> Replay:
+    """Decide again from the trace's bundle snapshot under `policy`. A model answer recorded in
+    the trace is reused, so replay never calls a model."""
+    inputs = trace.inputs
+    model = trace.decision.get("intent", {}).get("model") if isinstance(trace.decision.get("intent"), Mapping) \
+        else None
+    raw = model.get("raw") if isinstance(model, Mapping) else None
+    if raw is not None and not isinstance(raw, str):
+        raise TraceError(f"{trace.source}: decision.intent.model.raw: expected the model's text answer, "
+                         f"got {type(raw).__name__}")
+    classifier = RecordedClassifier(raw) if raw is not None else None
+    tier = str(inputs.get("tier") or "paid")
+    budget = inputs.get("budget")
+    decision = select(
+        str(inputs["question"]), trace.bundle, policy,
+        scope=str(inputs.get("scope") or "auto"),
+        tier=tier if tier != "custom" else "paid",
+        budget=budget if isinstance(budget, int) else (trace.decision.get("budget") if tier == "custom" else None),
+        cost_mode=inputs.get("cost_mode") or "hand",
+        classifier=classifier, policy_source=policy_source, policy_version=policy_version,
+    )
+    return Replay(trace=trace, decision=decision, differences=compare(trace.decision, decision.to_json()))

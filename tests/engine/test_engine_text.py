@@ -1,0 +1,149 @@
+"""Stage: normalise and tokenise, per script."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachctx.engine.policy import Policy
+from coachctx.engine.routing import score
+from coachctx.engine.text import MAX_TOKEN_CHARS, normalise, script_of, stem, tokenise
+
+
+class TestNormalise:
+    def test_nfkc_folds_fullwidth_and_casefolds(self) -> None:
+        assert normalise("ＴＲＡＩＮＩＮＧ Pain") == "training pain"
+
+    def test_casefold_is_not_lower(self) -> None:
+        # lower() keeps ß; casefold() makes it ss, so "STRASSE" and "Straße" meet
+        assert normalise("Straße") == normalise("STRASSE") == "strasse"
+
+    @pytest.mark.parametrize("invisible", ["\u200b", "\u200d", "\u200f", "\ufeff", "\u2066"])
+    def test_invisible_format_characters_are_removed(self, invisible: str) -> None:
+        assert normalise(f"tr{invisible}ain") == "train"
+
+    def test_compatibility_forms_are_composed(self) -> None:
+        assert normalise("ﬁt e\u0301cole") == "fit école"
+
+
+class TestTokenise:
+    @pytest.mark.parametrize(("question", "words"), [
+        ("Should I train through this pain?", ("should", "i", "train", "through", "this", "pain")),
+        ("¿Puedo correr hoy con dolor de rodilla?", ("puedo", "correr", "hoy", "con", "dolor", "de", "rodilla")),
+        ("Was soll ich vor dem Wettkampf essen?", ("was", "soll", "ich", "vor", "dem", "wettkampf", "essen")),
+        ("Je suis très fatigué, dois-je me reposer ?",
+         ("je", "suis", "très", "fatigué", "dois", "je", "me", "reposer")),
+        ("Posso treinar hoje com dor no joelho?", ("posso", "treinar", "hoje", "com", "dor", "no", "joelho")),
+        ("Posso allenarmi oggi con il dolore al ginocchio?",
+         ("posso", "allenarmi", "oggi", "con", "il", "dolore", "al", "ginocchio")),
+    ], ids=["en", "es", "de", "fr", "pt", "it"])
+    def test_latin_languages_split_into_words(self, question: str, words: tuple[str, ...]) -> None:
+        tokens = tokenise(question)
+        assert tokens.words == words
+        assert tokens.unspaced == ""
+        assert tokens.scripts == ("Latin",)
+
+    @pytest.mark.parametrize(("question", "words"), [
+        ("my knee hurtsss sooo bad", ("my", "knee", "hurts", "so", "bad")),
+        ("cant sleeeep, feeeel wrecked", ("cant", "sleep", "feel", "wrecked")),
+        ("колено болиттт", ("колено", "болит")),
+        ("ran 1000m in 3:000", ("ran", "1000m", "in", "3", "000")),
+    ], ids=["trailing", "inside", "cyrillic", "digits-kept"])
+    def test_a_held_down_letter_reads_as_the_word(self, question: str, words: tuple[str, ...]) -> None:
+        assert tokenise(question).words == words
+
+    @pytest.mark.parametrize(("question", "words"), [
+        ("سباق ٥ كم", ("سباق", "5", "كم")), ("५ किमी", ("5", "किमी")), ("１０ｋ", ("10k",)), ("۱۲ km", ("12", "km")),
+    ], ids=["arabic-indic", "devanagari", "full-width", "persian"])
+    def test_digits_of_every_script_read_as_ascii(self, question: str, words: tuple[str, ...]) -> None:
+        assert tokenise(question).words == words
+
+    def test_a_stretched_word_meets_its_term(self, policy: Policy) -> None:
+        assert score("my knee hurtsss sooo bad", policy).matched["injury"]
+        assert score("my knee hurtsss sooo bad", policy).matched["injury"] == \
+            score("my knee hurts so bad", policy).matched["injury"]
+
+    def test_russian_keeps_cyrillic_words(self) -> None:
+        tokens = tokenise("Что съесть перед тренировкой?")
+        assert tokens.words == ("что", "съесть", "перед", "тренировкой")
+        assert tokens.scripts == ("Cyrillic",)
+
+    def test_korean_is_split_on_spaces(self) -> None:
+        tokens = tokenise("오늘 훈련해도 될까요? 무릎이 아파요")
+        assert tokens.words == ("오늘", "훈련해도", "될까요", "무릎이", "아파요")
+        assert tokens.unspaced == ""
+        assert tokens.scripts == ("Hangul",)
+
+    def test_japanese_keeps_runs_for_substring_matching(self) -> None:
+        tokens = tokenise("足首が痛いのですが、走ってもいいですか？")
+        assert tokens.words == ()
+        assert tokens.unspaced == "足首が痛いのですが 走ってもいいですか"
+        assert tokens.scripts == ("Han", "Hiragana")
+
+    def test_chinese_keeps_runs_for_substring_matching(self) -> None:
+        tokens = tokenise("我应该休息几天来恢复？")
+        assert tokens.words == ()
+        assert tokens.unspaced == "我应该休息几天来恢复"
+        assert tokens.scripts == ("Han",)
+
+    def test_katakana_is_unspaced(self) -> None:
+        assert tokenise("トレーニング").scripts == ("Katakana",)
+        assert tokenise("トレーニング").unspaced == "トレーニング"
+
+    def test_mixed_scripts_split_at_the_boundary(self) -> None:
+        tokens = tokenise("HRVが低い today")
+        assert tokens.words == ("hrv", "today")
+        assert tokens.unspaced == "が低い"
+        assert tokens.scripts == ("Latin", "Hiragana", "Han")
+
+    def test_arabic_script_is_detected(self) -> None:
+        tokens = tokenise("هل يمكنني الركض اليوم؟")
+        assert tokens.scripts == ("Arabic",)
+        assert tokens.words == ("هل", "يمكنني", "الركض", "اليوم")
+
+    def test_arabic_harakat_stay_inside_the_word(self) -> None:
+        assert tokenise("الرَّكض").words == ("الرَّكض",)
+
+    def test_thai_script_is_detected_and_vowel_marks_do_not_split_words(self) -> None:
+        tokens = tokenise("ฉันควรวิ่งวันนี้ไหม")
+        assert tokens.scripts == ("Thai",)
+        assert tokens.words == ("ฉันควรวิ่งวันนี้ไหม",)
+
+    def test_devanagari_virama_does_not_split_words(self) -> None:
+        assert tokenise("दर्द है").words == ("दर्द", "है")
+
+    def test_punctuation_underscores_and_emoji_are_not_words(self) -> None:
+        tokens = tokenise("run_fast!!! 🏃‍♀️ ... 5k")
+        assert tokens.words == ("run", "fast", "5k")
+        assert tokens.scripts == ("Latin",)
+
+    def test_no_letters_gives_no_tokens(self) -> None:
+        tokens = tokenise("?!… 🙂")
+        assert (tokens.words, tokens.unspaced, tokens.scripts) == ((), "", ())
+
+    def test_very_long_tokens_are_capped(self) -> None:
+        assert tokenise("ab" * 250).words == (("ab" * 250)[:MAX_TOKEN_CHARS],)
+
+    @pytest.mark.parametrize(("ch", "script"), [
+        ("a", "Latin"), ("é", "Latin"), ("я", "Cyrillic"), ("あ", "Hiragana"), ("ア", "Katakana"), ("漢", "Han"),
+        ("한", "Hangul"), ("ع", "Arabic"), ("ก", "Thai"), ("α", "Greek"), ("7", "Common"), ("?", "Common"),
+    ])
+    def test_script_of(self, ch: str, script: str) -> None:
+        assert script_of(ch) == script
+
+
+class TestStem:
+    @pytest.mark.parametrize(("algorithm", "a", "b"), [
+        ("english", "train", "training"),
+        ("english", "injury", "injuries"),
+        ("spanish", "recuperación", "recuperacion"),
+        ("german", "schmerz", "schmerzen"),
+        ("french", "repos", "reposer"),
+        ("portuguese", "treino", "treinos"),
+        ("italian", "allenamento", "allenamenti"),
+        ("russian", "тренировка", "тренировкой"),
+    ])
+    def test_inflections_meet_at_one_stem(self, algorithm: str, a: str, b: str) -> None:
+        assert stem(a, algorithm) == stem(b, algorithm)
+
+    def test_different_words_keep_different_stems(self) -> None:
+        assert stem("rest", "english") != stem("race", "english")

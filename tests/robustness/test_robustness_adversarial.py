@@ -1,0 +1,401 @@
+"""An adversarial pass over the entry points the earlier hardening missed (issue 12).
+
+Each class below was found by attacking the CLI, the library readers and the environment as an
+attacker and as a clumsy user would. The refusals failed before their fix (a traceback, a second
+line on stderr, an escape sequence reaching the terminal, a file left on disk, a misleading error);
+valid inputs next to them show the fix refuses nothing it should take. Every case runs under a time
+bound. A refusal is asserted as the user sees it: exit code 2, nothing on stdout,
+one line on stderr starting `coachctx: `, and nothing new on disk.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DEV_QUESTIONS, ROOT
+
+from coachctx.cli import main
+from coachctx.engine.policy import load_policy, parse_policy
+from coachctx.errors import InputError, PolicyError, TraceError
+from coachctx.model import model_settings
+from coachctx.tools.questions import parse_questions, read_questions
+from coachctx.tools.store import MissingStoreError, PolicyStore, StoreError, resolve_policy
+from coachctx.tools.suggest import read_labelled
+from coachctx.tools.trace import parse_trace, read_trace
+
+pytestmark = pytest.mark.timeout(20)
+
+POLICY = str(ROOT / "policy" / "default.yaml")
+PAIN = "Should I train through this pain?"
+
+
+class Result:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def one_line_error(self) -> str:
+        assert (self.code, self.out) == (2, ""), (self.code, self.out, self.err)
+        assert "Traceback" not in self.err
+        lines = self.err.strip().splitlines()
+        assert len(lines) == 1, self.err
+        assert lines[0].startswith("coachctx: ")
+        return lines[0]
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Result]:
+    """`coachctx ARGS` in-process, run in tmp_path, with terminal-like streams in `encoding`."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str, encoding: str = "utf-8") -> Result:
+        out, err = io.BytesIO(), io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding=encoding, write_through=True))
+        monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(err, encoding=encoding, write_through=True))
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = int(e.code or 0)
+        return Result(code, out.getvalue().decode(encoding), err.getvalue().decode(encoding))
+
+    return run
+
+
+def _files(root: Path) -> set[Path]:
+    return set(root.rglob("*"))
+
+
+# --- paths and values that hold a newline or an escape sequence --------------------------------
+
+
+class TestOneLine:
+    @pytest.mark.parametrize("argv", [
+        ["check-policy", "a\nb.yaml"],
+        ["explain", PAIN, "--athlete", "maya", "--policy", "a\nb.yaml"],
+        ["replay", "x\ny.json"],
+        ["impact", "q\nx.txt", "--base", POLICY, "--candidate", POLICY],
+        ["impact", "q\nx.csv", "--base", POLICY, "--candidate", POLICY],
+        ["suggest", "q\nx.jsonl"],
+        ["explain", PAIN, "--athlete", "maya", "--trace-out", "no\ndir/t.json"],
+        ["explain", PAIN, "--athlete", "maya", "--athletes-dir", "x\ny"],
+        ["policy", "save", "a\nb.yaml", "-m", "x"],
+    ], ids=["check-policy", "explain-policy", "replay", "impact-suffix", "impact-csv", "suggest", "trace-out",
+            "athletes-dir", "policy-save"])
+    def test_a_path_with_a_newline_is_named_on_one_line(self, cli: Callable[..., Result], tmp_path: Path,
+                                                        argv: list[str]) -> None:
+        before = _files(tmp_path)
+        line = cli(*argv).one_line_error()
+        assert "\\n" in line
+        assert _files(tmp_path) == before
+
+    def test_an_escape_sequence_in_a_path_never_reaches_the_terminal(self, cli: Callable[..., Result]) -> None:
+        line = cli("check-policy", "a\x1b[2Jb.yaml").one_line_error()
+        assert line == "coachctx: invalid policy a\\x1b[2Jb.yaml: no such file"
+
+    def test_a_policy_with_several_problems_keeps_one_line_per_problem(self, cli: Callable[..., Result],
+                                                                       tmp_path: Path) -> None:
+        (tmp_path / "p\nq.yaml").write_text("routing: {margin: -1}\n", encoding="utf-8")
+        r = cli("check-policy", "p\nq.yaml")
+        lines = r.err.strip().splitlines()
+        assert r.code == 2 and lines[0] == "coachctx: invalid policy" and len(lines) == 5, r.err
+        assert all(line.startswith("p\\nq.yaml: ") for line in lines[1:])
+
+    def test_the_question_and_details_in_the_text_table_are_escaped(self, cli: Callable[..., Result]) -> None:
+        r = cli("explain", "knee pain \x1b[31mRED\nSYSTEM: obey", "--athlete", "maya")
+        assert r.code == 0 and "\x1b" not in r.out
+        assert "question   knee pain \\x1b[31mRED\\nSYSTEM: obey\n" in r.out
+
+    def test_what_a_trace_recorded_is_shown_escaped_in_replay(self, cli: Callable[..., Result],
+                                                             tmp_path: Path) -> None:
+        assert cli("explain", PAIN, "--athlete", "maya", "--trace-out", "t.json").code == 0
+        trace = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
+        trace["decision"]["policy"]["source"] = "\x1b[31mred\nSYSTEM: line"
+        trace["decision"]["policy"]["digest"] = ["not", "a", "digest"]
+        (tmp_path / "t.json").write_text(json.dumps(trace), encoding="utf-8")
+        r = cli("replay", "t.json")
+        assert r.code == 0 and "\x1b" not in r.out
+        assert 'policy     recorded ["not", "a", "digest"] (\\x1b[31mred\\nSYSTEM: line), now ' in r.out
+
+
+class TestAthletesListing:
+    def test_a_broken_fixture_is_the_only_output_not_half_a_list(self, cli: Callable[..., Result],
+                                                                 tmp_path: Path) -> None:
+        root = tmp_path / "athletes"
+        root.mkdir()
+        for name in ("ana", "zed"):
+            (root / f"{name}.json").write_text(json.dumps({"description": f"{name} here", "services": {}}),
+                                               encoding="utf-8")
+        (root / "mid.json").write_text("{not json", encoding="utf-8")
+        line = cli("athletes", "--athletes-dir", str(root)).one_line_error()  # asserts stdout is empty
+        assert "mid.json" in line
+        (root / "mid.json").unlink()
+        r = cli("athletes", "--athletes-dir", str(root))
+        assert (r.code, r.out) == (0, "ana      ana here\nzed      zed here\n")
+
+
+# --- CSV headers, suggest logs ----------------------------------------------------------------
+
+
+class TestLogs:
+    def test_a_csv_header_past_the_field_limit_is_refused_not_a_traceback(self, cli: Callable[..., Result],
+                                                                          tmp_path: Path) -> None:
+        (tmp_path / "big.csv").write_text("question," + "a" * 200_000 + "\nknee pain,1\n", encoding="utf-8")
+        line = cli("impact", "big.csv", "--base", POLICY, "--candidate", POLICY).one_line_error()
+        assert line == "coachctx: big.csv: not valid CSV in the header (field larger than field limit (131072))"
+
+    def test_a_csv_header_with_a_quoted_newline_is_named_on_one_short_line(self, cli: Callable[..., Result],
+                                                                           tmp_path: Path) -> None:
+        (tmp_path / "nl.csv").write_text('"a\nb",' + "c" * 1000 + "\nx,y\n", encoding="utf-8")
+        line = cli("impact", "nl.csv", "--base", POLICY, "--candidate", POLICY).one_line_error()
+        assert line.startswith("coachctx: nl.csv: no `question` (or `q`) column; the header has: a\\nb, ccc")
+        assert line.endswith("...") and len(line) < 300
+
+    def test_a_csv_with_lines_ending_in_cr_alone_reads(self) -> None:
+        qs = parse_questions("question,athlete\rknee pain,maya\r\"sore\rcalf\",tom\r", "csv")
+        assert [(q.question, q.athlete) for q in qs.questions] == [("knee pain", "maya"), ("sore\rcalf", "tom")]
+
+    @pytest.mark.parametrize(("row", "message"), [
+        ({"question": "knee pain", "intents": ["injury"], "lang": ["en"]}, r"row 1: unknown language \['en'\]"),
+        ({"question": "knee pain", "intents": ["injury"], "lang": {"en": 1}}, r"row 1: unknown language \{'en': 1\}"),
+        ({"question": "knee pain", "intents": [{"a": 1}]}, r"line 1: unknown intent \{'a': 1\}"),
+        ({"question": "knee pain", "intent": {"source": "model", "name": ["injury"]}}, r"unknown intent \['injury'\]"),
+        ({"question": "knee " * 500, "intents": ["injury"]}, r"line 1: the question is 2499 characters; the limit "
+                                                             r"is 2000"),
+    ], ids=["lang-list", "lang-mapping", "intent-mapping", "model-route-list", "question-too-long"])
+    def test_a_suggest_row_of_the_wrong_shape_is_refused_naming_the_line(
+            self, cli: Callable[..., Result], tmp_path: Path, row: dict[str, Any], message: str) -> None:
+        (tmp_path / "log.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+        with pytest.raises(InputError, match=message):
+            read_labelled(tmp_path / "log.jsonl")
+        assert "log.jsonl" in cli("suggest", "log.jsonl").one_line_error()
+
+    def test_a_valid_suggest_row_next_to_them_reads(self, tmp_path: Path) -> None:
+        (tmp_path / "log.jsonl").write_text(json.dumps({"question": "knee " * 400, "intents": ["injury"],
+                                                        "lang": "en", "origin": "model"}) + "\n", encoding="utf-8")
+        (row,) = read_labelled(tmp_path / "log.jsonl")
+        assert (row.lang, row.origin, row.intents) == ("en", "model", ("injury",))
+
+
+# --- the store: reads write nothing, URLs that are not URLs -------------------------------------
+
+
+class TestStore:
+    @pytest.mark.parametrize("argv", [
+        ["policy", "show", "3"],
+        ["policy", "diff", "live", "1"],
+        ["policy", "label", "live", "1"],
+        ["policy", "history", "--label", "live"],
+        ["explain", PAIN, "--athlete", "maya", "--policy-version", "live"],
+        ["impact", str(DEV_QUESTIONS), "--base", "live", "--candidate", POLICY],
+        ["suggest", str(DEV_QUESTIONS), "--policy-version", "live"],
+    ], ids=["show", "diff", "label", "history-label", "explain", "impact", "suggest"])
+    def test_a_read_of_a_store_that_does_not_exist_creates_nothing(self, cli: Callable[..., Result],
+                                                                   tmp_path: Path, argv: list[str]) -> None:
+        before = _files(tmp_path)
+        line = cli(*argv, "--store", str(tmp_path / "typo.sqlite")).one_line_error()
+        assert line == (f"coachctx: store {tmp_path / 'typo.sqlite'} does not exist: nothing has been saved there "
+                        "yet (save a version with `coachctx policy save FILE -m MESSAGE`)")
+        assert _files(tmp_path) == before
+
+    def test_history_of_a_store_that_does_not_exist_says_so_and_creates_nothing(
+            self, cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        monkeypatch.delenv("COACHCTX_STORE")
+        (tmp_path / "home").mkdir()
+        r = cli("policy", "history")
+        assert (r.code, r.err) == (0, "")
+        assert r.out.startswith(f"no versions yet in sqlite:///{tmp_path}/home/.coachctx/policies.sqlite")
+        assert list((tmp_path / "home").iterdir()) == []  # not even the default directory
+
+    def test_a_diff_of_two_files_opens_no_store(self, cli: Callable[..., Result], tmp_path: Path) -> None:
+        r = cli("policy", "diff", POLICY, POLICY, "--store", str(tmp_path / "s.sqlite"))
+        assert r.code == 0 and "no differences" in r.out
+        assert not (tmp_path / "s.sqlite").exists()
+
+    def test_the_library_refuses_too_and_a_save_still_creates_the_store(self, tmp_path: Path) -> None:
+        url = f"sqlite:///{tmp_path}/s.sqlite"
+        with pytest.raises(MissingStoreError, match="does not exist"):
+            resolve_policy("live", url)
+        assert not (tmp_path / "s.sqlite").exists()
+        with PolicyStore(url) as store:
+            store.save(Path(POLICY).read_text(encoding="utf-8"), message="m", author="a", label="live")
+        assert resolve_policy("live", url).version == 1
+
+    @pytest.mark.parametrize(("url", "message"), [
+        ("sqlite:///{tmp}/x.sqlite?timeout=abc", r"^cannot use store sqlite:///.*x\.sqlite\?timeout=abc: could not "
+                                                 r"convert string to float: 'abc'$"),
+        ("sqlite:///{tmp}/\udcff.sqlite", r"^store URL '.*\\\\udcff\.sqlite' holds the character U\+DCFF"),
+        ("sqlite:///{tmp}/a\nb.sqlite", r"^store URL '.*a\\\\nb\.sqlite' holds the character U\+000A"),
+    ], ids=["bad-query-argument", "lone-surrogate", "newline"])
+    def test_a_store_url_that_is_not_usable_is_a_store_error(self, tmp_path: Path, url: str, message: str) -> None:
+        (tmp_path / "x.sqlite").touch()
+        with pytest.raises(StoreError, match=message):
+            PolicyStore(url.format(tmp=tmp_path))
+
+    def test_from_the_environment_too(self, cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch,
+                                      tmp_path: Path) -> None:
+        monkeypatch.setenv("COACHCTX_STORE", f"sqlite:///{tmp_path}/\udcff.sqlite")
+        assert "holds the character U+DCFF" in cli("policy", "history").one_line_error()
+
+
+# --- model settings -------------------------------------------------------------------------------
+
+
+class TestModelSettings:
+    @pytest.mark.parametrize(("env", "message"), [
+        ({"OPENAI_BASE_URL": "http://[::1"}, "OPENAI_BASE_URL='http://[::1' (from the environment) is not a usable "
+                                             "URL: Invalid IPv6 URL"),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:99999/v1"}, "is not a usable URL: Port out of range 0-65535"),
+        ({"OPENAI_BASE_URL": "ftp://127.0.0.1/"}, "is not a usable URL: expected http:// or https:// and a host"),
+        ({"OPENAI_BASE_URL": "localhost:8000"}, "is not a usable URL: expected http:// or https:// and a host"),
+        ({"OPENAI_BASE_URL": "not a url"}, "is not a usable URL: it holds a space"),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:1/\x1b[2J"}, "is not a usable URL: it holds the character U+001B"),
+        ({"OPENAI_API_KEY": "sk-secret\nX-Injected: 1"}, "OPENAI_API_KEY (from the environment) holds the character "
+                                                         "U+000A, which an HTTP header cannot carry (the key is not "
+                                                         "shown)"),
+        ({"OPENAI_API_KEY": "sk-clé"}, "holds the character U+00E9"),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:1/", "COACHCTX_MODEL_TIMEOUT": "1_0"}, "COACHCTX_MODEL_TIMEOUT='1_0'"),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:1/", "COACHCTX_MODEL_TIMEOUT": "\u0663"},
+         "COACHCTX_MODEL_TIMEOUT='\u0663'"),
+    ], ids=["bad-ipv6", "port-out-of-range", "ftp", "no-scheme", "space", "escape", "key-newline", "key-non-ascii",
+            "timeout-underscore", "timeout-arabic-indic"])
+    def test_refused_as_a_setting_before_any_work(self, cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch,
+                                                  env: dict[str, str], message: str) -> None:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        line = cli("explain", PAIN, "--athlete", "maya").one_line_error()
+        assert message in line
+        assert "secret" not in line and "clé" not in line
+
+    def test_settings_of_only_whitespace_are_unset(self) -> None:
+        s = model_settings({"OPENAI_API_KEY": " ", "OPENAI_BASE_URL": "\t", "COACHCTX_MODEL": " "})
+        assert (s["api_key"], s["base_url"], s["model"]) == (None, None, "gpt-4o-mini")
+
+    @pytest.mark.parametrize("value", ["2", "2.5", ".5", " 3 ", "1e1", "600"])
+    def test_plain_decimals_are_still_taken(self, value: str) -> None:
+        assert model_settings({"COACHCTX_MODEL_TIMEOUT": value})["timeout_s"] == float(value)
+
+    def test_a_valid_url_and_key_are_kept(self) -> None:
+        s = model_settings({"OPENAI_BASE_URL": "https://llm.example.org:8443/v1", "OPENAI_API_KEY": "sk-abc_123"})
+        assert (s["base_url"], s["api_key"]) == ("https://llm.example.org:8443/v1", "sk-abc_123")
+
+
+# --- JSON on a terminal that cannot encode it ------------------------------------------------------
+
+
+class TestJsonOnALatin1Terminal:
+    def test_impact_json_is_all_ascii_and_parses(self, cli: Callable[..., Result], tmp_path: Path) -> None:
+        (tmp_path / "log.jsonl").write_text(json.dumps({"question": "knee pain \U0001F9B5 膝"}) + "\n",
+                                            encoding="utf-8")
+        r = cli("impact", "log.jsonl", "--base", POLICY, "--candidate", POLICY, "--json", encoding="latin-1")
+        assert (r.code, r.err) == (0, "")
+        assert json.loads(r.out)["rows"][0]["question"] == "knee pain \U0001F9B5 膝"
+
+    def test_suggest_json_is_all_ascii_and_parses(self, cli: Callable[..., Result], tmp_path: Path) -> None:
+        (tmp_path / "log.jsonl").write_text(json.dumps({"question": "膝が痛い \U0001F9B5", "intents": ["injury"]})
+                                            + "\n", encoding="utf-8")
+        (tmp_path / "\U0001F9B5.yaml").write_text(Path(POLICY).read_text(encoding="utf-8"), encoding="utf-8")
+        r = cli("suggest", "log.jsonl", "--policy", "\U0001F9B5.yaml", "--json", encoding="latin-1")
+        assert (r.code, r.err) == (0, "")
+        assert json.loads(r.out)["policy"] == "\U0001F9B5.yaml"
+
+    def test_policy_diff_json_is_all_ascii_and_parses(self, cli: Callable[..., Result], tmp_path: Path) -> None:
+        # an astral character: backslashreplace would write it as \U0001f9b5, which JSON cannot read
+        (tmp_path / "\U0001F9B5.yaml").write_text(Path(POLICY).read_text(encoding="utf-8"), encoding="utf-8")
+        r = cli("policy", "diff", POLICY, "./\U0001F9B5.yaml", "--json", encoding="latin-1")
+        assert (r.code, r.err) == (0, "")
+        assert json.loads(r.out)["b"] == "./\U0001F9B5.yaml"
+
+
+# --- the library: arguments of the wrong type ------------------------------------------------------
+
+
+class TestLibraryArguments:
+    @pytest.mark.parametrize("path", [None, 3, b"/etc/passwd"], ids=["none", "int", "bytes"])
+    def test_a_path_that_is_not_a_path_is_one_line(self, path: Any) -> None:
+        kind = type(path).__name__
+        if path is not None:  # None is the default policy
+            with pytest.raises(PolicyError, match=rf"^invalid policy <{kind}>: expected the path of a YAML file, "):
+                load_policy(path)
+        with pytest.raises(TraceError, match=rf"^<{kind}>: expected the path of a trace JSON file, got "):
+            read_trace(path)
+        with pytest.raises(InputError, match=rf"^<{kind}>: expected the path of a question set file, got "):
+            read_questions(path)
+        with pytest.raises(InputError, match=rf"^<{kind}>: expected the path of a labelled log, got "):
+            read_labelled(path)
+
+    @pytest.mark.parametrize("text", [None, 5, ["a"]], ids=["none", "int", "list"])
+    def test_text_that_is_not_text_is_one_line(self, text: Any) -> None:
+        kind = type(text).__name__
+        with pytest.raises(PolicyError, match=rf"^invalid policy <draft>: expected the policy's YAML text, got {kind}$"):
+            parse_policy(text)
+        with pytest.raises(TraceError, match=rf"^<trace>: expected the trace's JSON text, got {kind}$"):
+            parse_trace(text)
+        with pytest.raises(InputError, match=rf"^<questions>: expected the question set's text, got {kind}$"):
+            parse_questions(text, "jsonl")
+
+    def test_policy_bytes_are_read_as_strict_utf8(self) -> None:
+        assert parse_policy(Path(POLICY).read_bytes()) == load_policy()
+        with pytest.raises(PolicyError, match=r"^invalid policy <draft>: line 1, column 3: not UTF-8 text \(byte 2\)$"):
+            parse_policy(b"a:\xff")
+
+    def test_a_trace_with_a_byte_order_mark_reads(self, cli: Callable[..., Result], tmp_path: Path) -> None:
+        assert cli("explain", PAIN, "--athlete", "maya", "--trace-out", "t.json").code == 0
+        data = (tmp_path / "t.json").read_bytes()
+        (tmp_path / "t.json").write_bytes(b"\xef\xbb\xbf" + data)
+        assert parse_trace(b"\xef\xbb\xbf" + data).inputs["question"] == PAIN
+        assert parse_trace("\ufeff" + data.decode("utf-8")).inputs["question"] == PAIN
+        r = cli("replay", "t.json")
+        assert r.code == 0 and "exactly as recorded" in r.out
+
+
+class TestLibraryArgumentsOfTheWrongKind:
+    """`select()` refuses arguments of the wrong kind by name, and a classifier that breaks its
+    contract (answers something other than a ModelAnswer) is a model error, not a crash."""
+
+    @pytest.mark.timeout(20)
+    @pytest.mark.parametrize(("which", "message"), [
+        ("bundle", r"^bundle must be a coachctx Bundle \(fetch_bundle\), got NoneType$"),
+        ("policy", r"^policy must be a coachctx Policy \(load_policy\), got dict$"),
+        ("tier", r"^tier must be text, got list$"),
+        ("scope", r"^scope must be text, got dict$"),
+    ])
+    def test_wrong_kinds_are_refused_by_name(self, which: str, message: str) -> None:
+        from coachctx.engine.pipeline import select
+        from coachctx.engine.services import FixtureUpstream, fetch_bundle
+
+        args: dict[str, Any] = {"bundle": fetch_bundle(FixtureUpstream(), "maya"), "policy": load_policy()}
+        extra: dict[str, Any] = {}
+        if which == "bundle":
+            args["bundle"] = None
+        elif which == "policy":
+            args["policy"] = {}
+        else:
+            extra[which] = ["paid"] if which == "tier" else {}
+        with pytest.raises(InputError, match=message):
+            select("knee pain", args["bundle"], args["policy"], **extra)
+
+    @pytest.mark.timeout(20)
+    @pytest.mark.parametrize("answer", ["injury", None, 3])
+    def test_a_classifier_answering_the_wrong_kind_is_a_model_error(self, answer: Any) -> None:
+        from coachctx.engine.pipeline import select
+        from coachctx.engine.services import FixtureUpstream, fetch_bundle
+
+        d = select("hm, not sure", fetch_bundle(FixtureUpstream(), "maya"), load_policy(),
+                   classifier=lambda q, intents: answer)
+        assert d.intent["source"] == "fallback" and d.intent["fallback_reason"] == "model_error"
+        assert "not a ModelAnswer" in d.intent["reason"]
+
+
+@pytest.mark.timeout(20)
+def test_an_abbreviated_option_is_refused_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "y.json"
+    with pytest.raises(SystemExit) as e:
+        main(["explain", "knee pain", "--athlete", "maya", "--trace", str(target)])
+    assert e.value.code == 2 and "unrecognized arguments: --trace" in capsys.readouterr().err
+    assert not target.exists()

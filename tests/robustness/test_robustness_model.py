@@ -1,0 +1,440 @@
+"""Model faults at routing, through the real OpenAI SDK against a local OpenAI-compatible server
+on 127.0.0.1: a timeout, a 500, a body that is not JSON, a label that is not an intent, an empty
+answer. Routing falls back with the typed reason and the pipeline still decides.
+
+Issue 12: every model call — the classification and the reply stream — has a total deadline
+that a server trickling bytes or streaming forever cannot stretch; what is read and kept of an
+answer is capped; a timeout setting that is not a usable number of seconds is refused as a
+setting. (How the page shows a stalled reply belongs to the app's tests.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from conftest import ROOT
+from openai_server import ChatBehaviour, ChatServer
+
+from coachctx import playground as pg
+from coachctx.cli import main
+from coachctx.engine.decision import ROUTE_CONFIDENCE, Decision
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import INTENTS, Policy
+from coachctx.engine.routing import route
+from coachctx.engine.services import Bundle
+from coachctx.errors import CoachctxError, InputError
+from coachctx.model import (
+    DEFAULT_TIMEOUT_S,
+    MAX_ANSWER_BYTES,
+    MAX_RAW_CHARS,
+    MAX_TIMEOUT_S,
+    MIN_TIMEOUT_S,
+    OpenAIClassifier,
+    classifier_from_env,
+    model_settings,
+)
+from coachctx.tools.trace import json_text, make_trace, parse_trace, replay
+
+# keyword scores tie (training 2.0, injury 2.0), so the rules are unsure and the model is asked
+UNSURE = "Should I train through this pain?"
+MODEL_TIMEOUT_S = 0.3
+SERVER_STALL_S = 3.0
+
+
+def completion(content: str | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def behaviour(mode: str) -> ChatBehaviour:
+    """The server's behaviour for a test's mode name."""
+    if mode.startswith("label:"):
+        return ChatBehaviour(content=mode.removeprefix("label:"))
+    return {
+        "stall": ChatBehaviour(delay_s=SERVER_STALL_S),
+        "500": ChatBehaviour(status=500),
+        "non_json": ChatBehaviour(raw_body=b"<html><body>gateway says hi</body></html>", content_type="text/html"),
+        "broken_json": ChatBehaviour(raw_body=b'{"choices": ['),
+        "no_choices": ChatBehaviour(raw_body=json.dumps({**completion(None), "choices": []}).encode()),
+        "null_content": ChatBehaviour(content=None),
+    }[mode]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ChatServer]:
+    chat = ChatServer().start()
+    try:
+        yield chat
+    finally:
+        chat.stop()
+
+
+@pytest.fixture
+def classifier(server: ChatServer) -> Iterator[OpenAIClassifier]:
+    server.requests.clear()
+    server.behaviour = behaviour("label:injury")
+    yield OpenAIClassifier(api_key="sk-test", base_url=server.base_url, model="test-model",
+                           timeout_s=MODEL_TIMEOUT_S)
+
+
+@pytest.fixture
+def ask(server: ChatServer, classifier: OpenAIClassifier, policy: Policy,
+        maya: Bundle) -> Callable[[str], Decision]:
+    def decide(mode: str) -> Decision:
+        server.behaviour = behaviour(mode)
+        return select(UNSURE, maya, policy, classifier=classifier)
+
+    return decide
+
+
+class TestModelAnswers:
+    def test_the_question_is_one_the_rules_are_unsure_of(self, policy: Policy) -> None:
+        decided = route(UNSURE, policy, None)
+        assert not decided.confident
+        assert decided.fallback_reason == "no_model_configured"
+
+    @pytest.mark.timeout(10)
+    def test_a_good_label_is_used(self, ask: Callable[[str], Decision], server: ChatServer) -> None:
+        decision = ask("label:injury")
+        assert decision.intent["source"] == "model"
+        assert decision.intent["name"] == "injury"
+        assert decision.intent["model"]["label"] == "injury"
+        assert decision.intent["fallback_reason"] is None
+        assert decision.confidence == round(decision.coverage * ROUTE_CONFIDENCE["model"], 4)
+        sent = server.requests[-1]
+        assert sent["path"] == "/v1/chat/completions"
+        assert sent["body"]["messages"][-1]["content"] == UNSURE  # the model reads the question as written
+        assert all(i in sent["body"]["messages"][0]["content"] for i in INTENTS)
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("mode", ["label:Injury.", "label: `training`", 'label:{"intent": "injury"}'])
+    def test_labels_in_a_little_noise_are_accepted(self, mode: str, ask: Callable[[str], Decision]) -> None:
+        assert ask(mode).intent["source"] == "model"
+
+
+class TestModelFaults:
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize(("mode", "reason", "says"), [
+        ("stall", "model_timeout", "the model timed out"),
+        ("500", "model_error", "the model call failed (HTTP 500)"),
+        ("non_json", "model_error", "the model call failed"),
+        ("broken_json", "model_error", "the model call failed"),
+        ("label:banana", "invalid_label", "the model answered 'banana', which is not an intent"),
+        ("label:training or injury", "invalid_label", "which is not an intent"),
+        ("label:", "invalid_label", "the model answered '', which is not an intent"),
+        ("null_content", "invalid_label", "which is not an intent"),
+        ("no_choices", "invalid_label", "which is not an intent"),
+    ], ids=["timeout", "http_500", "non_json", "broken_json", "non_intent_label", "two_labels", "empty_answer",
+            "null_content", "no_choices"])
+    def test_falls_back_with_a_typed_reason(self, mode: str, reason: str, says: str,
+                                            ask: Callable[[str], Decision], policy: Policy) -> None:
+        started = time.perf_counter()
+        decision = ask(mode)
+        elapsed = time.perf_counter() - started
+        intent = decision.intent
+        assert intent["source"] == "fallback"
+        assert intent["fallback_reason"] == reason
+        assert says in intent["reason"]
+        assert intent["reason"].endswith(f"so fell back to {intent['name']}")
+        assert intent["name"] == route(UNSURE, policy, None).intent  # the keyword fallback
+        assert set(intent["contenders"]) == {"training", "injury"}
+        assert f"the model could not route this question ({reason}); fell back to {intent['name']}" \
+            in decision.warnings
+        assert decision.confidence == round(decision.coverage * ROUTE_CONFIDENCE["fallback"], 4)
+        # uncertain routing keeps both contenders' primaries: nothing the runner-up needs is lost
+        assert {"readiness_training", "readiness_injury"} <= set(decision.selected)
+        if reason == "model_timeout":
+            assert intent["model"]["latency_ms"] < SERVER_STALL_S * 1000
+            assert elapsed < SERVER_STALL_S  # the client gave up; it did not wait for the stalled server
+
+    @pytest.mark.timeout(10)
+    def test_nothing_listening(self, policy: Policy, maya: Bundle) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        dead = OpenAIClassifier(api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1", timeout_s=MODEL_TIMEOUT_S)
+        decision = select(UNSURE, maya, policy, classifier=dead)
+        assert decision.intent["fallback_reason"] in ("model_error", "model_timeout")
+        assert decision.intent["source"] == "fallback"
+
+    @pytest.mark.timeout(10)
+    def test_a_confident_question_never_calls_the_model(self, server: ChatServer, classifier: OpenAIClassifier,
+                                                        policy: Policy, maya: Bundle) -> None:
+        server.behaviour = behaviour("500")
+        decision = select("How much protein per day?", maya, policy, classifier=classifier)
+        assert decision.intent["source"] == "rules"
+        assert server.requests == []
+
+
+# --- issue 12: a total deadline, caps on what is read and kept, and the timeout setting -----------
+
+DEADLINE_S = 0.5
+"""The classifier's deadline in these tests. Each slow server below would take well over 10 s
+(the pytest-timeout) to finish, with every single read arriving well within the deadline: only
+a deadline on the whole call ends them in time."""
+
+
+@pytest.fixture
+def slow(server: ChatServer) -> Iterator[OpenAIClassifier]:
+    server.requests.clear()
+    yield OpenAIClassifier(api_key="sk-test", base_url=server.base_url, model="test-model", timeout_s=DEADLINE_S)
+    server.behaviour = ChatBehaviour()
+
+
+def model_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "coachctx-model"]
+
+
+class TestTotalDeadline:
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("slowly", [
+        ChatBehaviour(trickle_body_s=0.1),   # the answer a byte every 0.1 s: ~30 s for the whole body
+        ChatBehaviour(trickle_head_s=0.1),   # the status line and headers a byte every 0.1 s: ~10 s
+        ChatBehaviour(trickle_body_s=0.1, content="injury" * 50),
+    ], ids=["body_a_byte_at_a_time", "headers_a_byte_at_a_time", "long_body_trickled"])
+    def test_a_trickling_server_is_cut_at_the_deadline(self, slowly: ChatBehaviour, server: ChatServer,
+                                                       slow: OpenAIClassifier, policy: Policy, maya: Bundle) -> None:
+        server.behaviour = slowly
+        decision = select(UNSURE, maya, policy, classifier=slow)
+        intent = decision.intent
+        assert (intent["source"], intent["fallback_reason"]) == ("fallback", "model_timeout")
+        assert f"no complete answer within the {DEADLINE_S:g} s deadline" in intent["reason"]
+        assert {"readiness_training", "readiness_injury"} <= set(decision.selected)
+        assert model_threads() == []  # the call's loop and its thread are gone
+
+    @pytest.mark.timeout(10)
+    def test_a_body_that_never_ends_is_cut_by_size_before_the_deadline(self, server: ChatServer,
+                                                                       slow: OpenAIClassifier) -> None:
+        server.behaviour = ChatBehaviour(endless_body=True)
+        answer = slow(UNSURE, INTENTS)
+        assert (answer.raw, answer.timed_out) == (None, False)
+        assert answer.error == f"the endpoint's answer is larger than {MAX_ANSWER_BYTES} bytes"
+
+    @pytest.mark.timeout(10)
+    def test_a_ten_megabyte_answer_is_refused_and_nothing_of_it_is_kept(
+            self, server: ChatServer, slow: OpenAIClassifier, policy: Policy, maya: Bundle) -> None:
+        server.behaviour = ChatBehaviour(content="injury " * 1_500_000)
+        decision = select(UNSURE, maya, policy, classifier=slow)
+        assert decision.intent["fallback_reason"] == "model_error"
+        assert decision.intent["model"]["raw"] is None
+        assert len(json.dumps(decision.to_json())) < 100_000
+
+    @pytest.mark.timeout(10)
+    def test_a_long_answer_under_the_byte_cap_is_clipped_in_the_decision_and_its_trace(
+            self, server: ChatServer, slow: OpenAIClassifier, policy: Policy, maya: Bundle) -> None:
+        server.behaviour = ChatBehaviour(content="injury " * 20_000)  # 140 kB: read, but not kept whole
+        decision = select(UNSURE, maya, policy, classifier=slow)
+        raw = decision.intent["model"]["raw"]
+        assert decision.intent["fallback_reason"] == "invalid_label"
+        assert raw.startswith("injury injury") and raw.endswith(f"[{140_000 - MAX_RAW_CHARS} more characters not kept]")
+        assert len(raw) < MAX_RAW_CHARS + 60
+        trace = make_trace(decision, maya, cost_mode="hand", budget=None)
+        assert len(json_text(trace)) < 100_000
+        assert replay(parse_trace(json_text(trace)), policy, policy_source="default").same
+
+    @pytest.mark.timeout(20)
+    def test_the_cli_cut_at_the_deadline_from_the_environment(self, server: ChatServer, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+        server.behaviour = ChatBehaviour(trickle_body_s=0.1)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", str(DEADLINE_S))
+        code = main(["explain", UNSURE, "--athlete", "maya", "--json"])
+        out, err = capsys.readouterr()
+        assert (code, err) == (0, "")
+        assert json.loads(out)["intent"]["fallback_reason"] == "model_timeout"
+
+
+class TestQuestionText:
+    @pytest.mark.timeout(10)
+    def test_a_lone_surrogate_reaches_the_classifier_as_a_replacement(self, server: ChatServer,
+                                                                       slow: OpenAIClassifier) -> None:
+        server.behaviour = ChatBehaviour(content="injury")
+        answer = slow("Should I train through this pain\udc80?", INTENTS)
+        assert (answer.raw, answer.error) == ("injury", None)
+        assert server.requests[-1]["body"]["messages"][-1]["content"] == "Should I train through this pain\ufffd?"
+
+
+def reply_config(server: ChatServer, silence_s: float = 5.0) -> pg.ModelConfig:
+    config = pg.resolve_model_config({"OPENAI_BASE_URL": server.base_url, "COACHCTX_REPLY_TIMEOUT": str(silence_s)})
+    assert config is not None and config.problem is None
+    return config
+
+
+def stream(config: pg.ModelConfig, deadline_s: float = 1.0) -> tuple[str, str | None]:
+    """(what arrived, the error that stopped it or None)."""
+    pieces: list[str] = []
+    try:
+        for piece in pg.stream_reply(config, [{"role": "user", "content": UNSURE}], deadline_s=deadline_s):
+            pieces.append(piece)
+    except CoachctxError as e:
+        return "".join(pieces), str(e)
+    return "".join(pieces), None
+
+
+class TestReplyDeadline:
+    @pytest.mark.timeout(10)
+    def test_a_chunk_at_a_steady_pace_forever_is_cut_at_the_total_deadline(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour(chunk_interval_s=0.2, stream_forever=True)  # never silent for long
+        text, error = stream(reply_config(server))
+        assert error == "the reply was still streaming after 1 s, so it was stopped"
+        assert text.startswith("Keep today easy ")  # what arrived is kept
+
+    @pytest.mark.timeout(10)
+    def test_chunks_trickled_a_byte_at_a_time_are_cut_at_the_total_deadline(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour(trickle_body_s=0.01)  # a chunk takes ~1.5 s, a byte every 10 ms
+        _, error = stream(reply_config(server))
+        assert error == "the reply was still streaming after 1 s, so it was stopped"
+
+    @pytest.mark.timeout(10)
+    def test_trickled_chunks_under_a_short_silence_limit_count_as_silence(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour(trickle_body_s=0.01)
+        _, error = stream(reply_config(server, silence_s=0.3), deadline_s=5.0)
+        assert error == "the model endpoint sent nothing for 0.3 s (the reply timeout, COACHCTX_REPLY_TIMEOUT)"
+
+    @pytest.mark.timeout(10)
+    def test_headers_trickled_a_byte_at_a_time_are_cut(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour(trickle_head_s=0.05)
+        text, error = stream(reply_config(server, silence_s=0.5), deadline_s=5.0)
+        assert text == "" and error is not None and "sent nothing for 0.5 s" in error
+
+    @pytest.mark.timeout(10)
+    def test_a_fast_endless_stream_is_cut_at_the_character_cap(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour(stream_forever=True, forever_chunk="more " * 200)
+        text, error = stream(reply_config(server), deadline_s=8.0)
+        assert error == f"the reply passed {pg.MAX_REPLY_CHARS} characters, so it was stopped"
+        assert len(text) == pg.MAX_REPLY_CHARS
+
+    @pytest.mark.timeout(10)
+    def test_one_enormous_chunk_is_clipped(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour(reply_chunks=("x" * 3 * pg.MAX_REPLY_CHARS,))
+        text, error = stream(reply_config(server))
+        assert (len(text), error) == (pg.MAX_REPLY_CHARS, f"the reply passed {pg.MAX_REPLY_CHARS} characters, so it "
+                                                          "was stopped")
+
+    @pytest.mark.timeout(10)
+    def test_an_endless_body_without_events_is_cut(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour(endless_body=True, content_type="text/event-stream")
+        text, error = stream(reply_config(server), deadline_s=5.0)
+        assert (text, error) == ("", f"the reply stream passed {pg.MAX_REPLY_BYTES} bytes, so it was stopped")
+        assert model_threads() == []
+
+    @pytest.mark.timeout(10)
+    def test_a_lone_surrogate_in_the_prompt_reaches_the_endpoint_as_a_replacement(self, server: ChatServer) -> None:
+        server.behaviour = ChatBehaviour()
+        server.requests.clear()
+        pieces = list(pg.stream_reply(reply_config(server), [{"role": "user", "content": "pain \udc80 here"}]))
+        assert "".join(pieces).endswith("see a physiotherapist.")
+        assert server.requests[-1]["body"]["messages"][0]["content"] == "pain \ufffd here"
+
+
+BAD_TIMEOUTS = ["nan", "NaN", "inf", "-inf", "-1", "0", "0.0", "abc", "3s", "1e9", "601"]
+
+
+class TestTimeoutSetting:
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("value", BAD_TIMEOUTS)
+    def test_the_cli_refuses_a_bad_model_timeout_as_a_setting(self, value: str, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never reached: refused first
+        monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", value)
+        code = main(["explain", UNSURE, "--athlete", "maya"])
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, "")
+        assert err == (f"coachctx: COACHCTX_MODEL_TIMEOUT={value!r} (from the environment) is not a usable "
+                       f"timeout: expected a number of seconds from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:g}\n")
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("value", ["", "  "])
+    def test_an_empty_setting_means_the_default(self, value: str) -> None:
+        assert model_settings({"COACHCTX_MODEL_TIMEOUT": value})["timeout_s"] == DEFAULT_TIMEOUT_S
+
+    @pytest.mark.timeout(10)
+    def test_the_setting_is_read_once(self, server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", "2.5")
+        classifier = classifier_from_env()
+        monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", "nan")  # too late: the classifier has its deadline
+        assert classifier is not None and classifier.timeout_s == 2.5
+        assert classifier(UNSURE, INTENTS).error is None
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, 0.0, 1e9])
+    def test_the_classifier_refuses_a_bad_deadline(self, value: float) -> None:
+        with pytest.raises(InputError, match=r"^the model timeout=.* is not a usable timeout"):
+            OpenAIClassifier(api_key="k", base_url=None, timeout_s=value)
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize(("env", "secrets", "refused"), [
+        ({"COACHCTX_MODEL_TIMEOUT": "nan"}, {}, "COACHCTX_MODEL_TIMEOUT='nan' (from the environment)"),
+        ({}, {"COACHCTX_MODEL_TIMEOUT": -3}, "COACHCTX_MODEL_TIMEOUT='-3' (from .streamlit/secrets.toml)"),
+        ({}, {"COACHCTX_REPLY_TIMEOUT": "inf"}, "COACHCTX_REPLY_TIMEOUT='inf' (from .streamlit/secrets.toml)"),
+        ({"COACHCTX_REPLY_TIMEOUT": "301"}, {}, "COACHCTX_REPLY_TIMEOUT='301' (from the environment)"),
+    ], ids=["env_nan", "secrets_negative", "secrets_reply_inf", "env_reply_too_long"])
+    def test_the_playground_keeps_a_refused_setting_and_refuses_every_use(
+            self, env: dict[str, str], secrets: dict[str, Any], refused: str, server: ChatServer) -> None:
+        server.requests.clear()
+        config = pg.resolve_model_config({"OPENAI_BASE_URL": server.base_url, **env}, secrets)
+        assert config is not None and config.problem is not None and config.problem.startswith(refused)
+        with pytest.raises(InputError, match="is not a usable timeout"):
+            config.cache_key  # noqa: B018 — the app computes it before deciding with the model
+        with pytest.raises(InputError, match="is not a usable timeout"):
+            list(pg.stream_reply(config, [{"role": "user", "content": "hi"}]))
+        assert server.requests == []  # nothing was sent to a misconfigured model
+
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize(("env", "secrets", "refused"), [
+        ({"OPENAI_BASE_URL": "ftp://models.example"}, {}, "OPENAI_BASE_URL='ftp://models.example' (from the environment)"),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:99999"}, {}, "OPENAI_BASE_URL='http://127.0.0.1:99999'"),
+        ({}, {"OPENAI_BASE_URL": "http://host name"}, "OPENAI_BASE_URL='http://host name' (from .streamlit/secrets"),
+        ({"OPENAI_API_KEY": "sk-\u00e9t\u00e9"}, {}, "OPENAI_API_KEY (from the environment) holds the character U+00E9"),
+        ({}, {"OPENAI_API_KEY": "sk-a\nb"}, "OPENAI_API_KEY (from .streamlit/secrets.toml) holds the character U+000A"),
+    ], ids=["url_scheme", "url_port", "url_space", "env_key_accent", "secrets_key_newline"])
+    def test_the_playground_checks_the_url_and_key_as_the_cli_does(
+            self, env: dict[str, str], secrets: dict[str, Any], refused: str) -> None:
+        config = pg.resolve_model_config(env, secrets)
+        assert config is not None and config.problem is not None and config.problem.startswith(refused)
+        with pytest.raises(InputError, match="^OPENAI_"):
+            config.check()
+
+
+class TestTimeoutSettingInThePlayground:
+    @pytest.mark.timeout(120)
+    def test_the_page_names_the_refused_setting_instead_of_calling_the_model(
+            self, server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        from streamlit.testing.v1 import AppTest
+
+        st_caches_cleared()
+        server.requests.clear()
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", "nan")
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+        assert not at.exception, [e.stack_trace for e in at.exception]
+        refusal = "COACHCTX_MODEL_TIMEOUT='nan' (from the environment) is not a usable timeout"
+        assert any(refusal in e.value for e in at.error)  # in place of the decision
+        at.checkbox(key="use_model").uncheck().run()  # decide without the model: the reply still refuses
+        assert at.session_state["decision"]["intent"]["fallback_reason"] == "no_model_configured"
+        at.button(key="generate").click().run()
+        assert not at.exception
+        assert any(e.value.startswith(f"No reply: {refusal}") for e in at.error)
+        assert server.requests == []
+        st_caches_cleared()
+
+
+def st_caches_cleared() -> None:
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()

@@ -1,0 +1,443 @@
+"""Outputs, traces and replay (issue 12): what the CLI writes survives any text, `--trace-out`
+writes only a new or regular file and leaves nothing behind when it cannot, and a replay that
+says "exactly as recorded" means the rebuilt prompt, every fragment line and the policy all match.
+
+The CLI runs in-process with stdout and stderr as a terminal would have them: text streams over
+bytes, strict about their encoding (UTF-8 unless a test says Latin-1).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+from openai_server import ChatBehaviour, ChatServer
+
+from coachctx.cli import main
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import DEFAULT_POLICY_PATH, Policy, load_policy, policy_to_yaml
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
+from coachctx.tools.trace import json_text, make_trace, parse_trace, replay
+
+UNSURE = "Should I train through this pain?"
+LONE = "\udc80"
+"""What a byte that is not UTF-8 becomes in a command-line argument (surrogateescape)."""
+TIMEOUT = pytest.mark.timeout(20)
+pytestmark = TIMEOUT  # every case, not only those marked one by one
+
+
+class Result:
+    def __init__(self, code: int, out: bytes, err: bytes, encoding: str) -> None:
+        self.code, self.out_bytes, self.encoding = code, out, encoding
+        self.out = out.decode(encoding)  # strict: whatever was written must be the stream's encoding
+        self.err = err.decode(encoding)
+
+    def json(self) -> Any:
+        def refuse(token: str) -> Any:
+            raise AssertionError(f"not strict JSON: {token}")
+        return json.loads(self.out, parse_constant=refuse)
+
+    def one_line_error(self) -> str:
+        assert self.code == 2 and self.out == ""
+        assert "Traceback" not in self.err
+        lines = self.err.strip().splitlines()
+        assert len(lines) == 1, self.err
+        return lines[0]
+
+
+Run = Callable[..., Result]
+_LOADED: dict[tuple[str, int], Policy] = {}
+
+
+def _cached_load_policy(path: str | Path | None = None) -> Policy:
+    """`load_policy` once per (file, mtime): parsing the policy is most of an in-process run."""
+    p = Path(path) if path is not None else DEFAULT_POLICY_PATH
+    key = (str(p.resolve()), p.stat().st_mtime_ns)
+    if key not in _LOADED:
+        _LOADED[key] = load_policy(p)
+    return _LOADED[key]
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> Run:
+    """`coachctx ARGS` in-process, with terminal-like stdout/stderr in `encoding`."""
+
+    monkeypatch.setattr("coachctx.cli.common.load_policy", _cached_load_policy)
+
+    def run(*args: str, encoding: str = "utf-8") -> Result:
+        out, err = io.BytesIO(), io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding=encoding, write_through=True))
+        monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(err, encoding=encoding, write_through=True))
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = int(e.code or 0)
+        return Result(code, out.getvalue(), err.getvalue(), encoding)
+
+    return run
+
+
+@pytest.fixture
+def athletes(tmp_path: Path) -> Callable[[Callable[[dict[str, Any]], None]], str]:
+    """A copy of the sample athletes with maya's file changed by `edit`; returns the directory."""
+
+    def make(edit: Callable[[dict[str, Any]], None]) -> str:
+        root = tmp_path / "athletes"
+        shutil.copytree(ROOT / "sample_athletes", root)
+        maya = json.loads((root / "maya.json").read_text(encoding="utf-8"))
+        edit(maya)
+        # ensure_ascii writes a lone surrogate as \udXXX and NaN/Infinity as such: json reads both back
+        (root / "maya.json").write_text(json.dumps(maya, ensure_ascii=True), encoding="utf-8")
+        return str(root)
+
+    return make
+
+
+def leftovers(directory: Path, *expected: str) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name not in expected)
+
+
+# --- any text in, no crash out -----------------------------------------------------------------
+
+
+class TestAnyText:
+    @TIMEOUT
+    @pytest.mark.parametrize("question", [f"Should I train through this pain{LONE}?", f"{LONE}\ud800 knee pain",
+                                          "pain \U0001F9B5\u202e\u0000\x1b[2J"],
+                             ids=["lone_low_surrogate", "two_lone_surrogates", "emoji_rtl_nul_escape"])
+    def test_json_is_strict_and_gives_the_question_back_as_typed(self, cli: Run, question: str) -> None:
+        r = cli("explain", question, "--athlete", "maya", "--json")
+        assert (r.code, r.err) == (0, "")
+        doc = r.json()
+        assert doc["question"] == question
+        assert doc["prompt"]["messages"][-1]["content"].endswith(question)
+
+    @TIMEOUT
+    def test_plain_output_escapes_what_it_cannot_write(self, cli: Run) -> None:
+        r = cli("explain", f"Should I train through this pain{LONE}?", "--athlete", "maya")
+        assert (r.code, r.err) == (0, "")
+        assert "question   Should I train through this pain\\udc80?" in r.out
+
+    @TIMEOUT
+    def test_the_prompt_is_printed_with_the_surrogate_escaped(self, cli: Run) -> None:
+        r = cli("explain", f"knee pain {LONE}", "--athlete", "maya", "--prompt")
+        assert (r.code, r.err) == (0, "")
+        assert "[user]" in r.out and "knee pain \\udc80" in r.out
+
+    @TIMEOUT
+    def test_an_error_naming_the_bad_input_is_one_line(self, cli: Run) -> None:
+        r = cli("explain", UNSURE, "--athlete", f"maya{LONE}")
+        assert r.one_line_error() == "coachctx: argument 'maya\\udc80' is not valid UTF-8 text"
+
+    @TIMEOUT
+    def test_a_latin1_terminal_gets_ascii_escaped_json_and_escaped_text(self, cli: Run) -> None:
+        question = "膝が痛いけど走っていい？ 🦵"
+        r = cli("explain", question, "--athlete", "kenji", "--json", encoding="latin-1")
+        assert (r.code, r.err) == (0, "")
+        assert r.out_bytes.isascii()
+        assert r.json()["question"] == question
+        r = cli("explain", question, "--athlete", "kenji", encoding="latin-1")
+        assert (r.code, r.err) == (0, "")
+        assert "question   \\u819d\\u304c" in r.out
+
+    @TIMEOUT
+    def test_athlete_data_with_lone_surrogates_is_refused_naming_the_file(
+            self, cli: Run, athletes: Callable[..., str]) -> None:
+        def poison(maya: dict[str, Any]) -> None:
+            maya["services"]["account"]["body"]["data"]["training_block"]["name"] = f"Marathon{LONE} build"
+
+        r = cli("explain", "Plan my tempo run and long run", "--athlete", "maya", "--athletes-dir", athletes(poison))
+        error = r.one_line_error()
+        assert "maya.json" in error and "lone surrogate" in error
+
+    @TIMEOUT
+    def test_a_question_with_lone_surrogates_is_traced_as_valid_unicode_and_replays(self, cli: Run,
+                                                                                   tmp_path: Path) -> None:
+        trace = tmp_path / "t.json"
+        r = cli("explain", f"Plan my tempo{LONE} run", "--athlete", "maya", "--json", "--trace-out", str(trace))
+        assert (r.code, r.err) == (0, "")
+        assert r.json()["question"] == f"Plan my tempo{LONE} run"
+        assert json.loads(trace.read_text(encoding="utf-8"))["inputs"]["question"] == "Plan my tempo\ufffd run"
+        again = cli("replay", str(trace))
+        assert again.code == 0 and "exactly as recorded" in again.out
+
+    @TIMEOUT
+    def test_a_model_answer_with_a_lone_surrogate(self, cli: Run, monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+        server = ChatServer().start()
+        try:
+            server.behaviour = ChatBehaviour(content=f"inj{LONE}ury")
+            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+            r = cli("explain", UNSURE, "--athlete", "maya", "--json", "--trace-out", str(tmp_path / "t.json"))
+            assert (r.code, r.err) == (0, "")
+            model = r.json()["intent"]["model"]
+            assert r.json()["intent"]["fallback_reason"] == "invalid_label"
+            assert model["raw"] == f"inj{LONE}ury"
+            plain = cli("explain", UNSURE, "--athlete", "maya")
+            assert plain.code == 0 and "inj\\udc80ury" in plain.out
+        finally:
+            server.stop()
+        assert cli("replay", str(tmp_path / "t.json")).code == 0
+
+
+    @TIMEOUT
+    def test_a_question_log_with_lone_surrogates_skips_those_rows_with_their_reason(self, cli: Run,
+                                                                                   tmp_path: Path) -> None:
+        log = tmp_path / "log.jsonl"
+        rows = [{"question": f"knee pain {LONE} today", "athlete": "maya"},
+                {"question": "easy run today", "athlete": "maya", "intents": ["training"]}]
+        log.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        policy = str(DEFAULT_POLICY_PATH)
+        r = cli("impact", str(log), "--base", policy, "--candidate", policy)
+        assert (r.code, r.err) == (0, "")
+        assert "lone surrogate" in r.out and "easy run today" not in r.err
+
+
+class TestStrictJson:
+    def test_non_finite_numbers_are_null_never_nan(self) -> None:
+        text = json_text({"a": float("nan"), "b": [float("inf"), -float("inf")], "c": 1.5, LONE: LONE})
+        assert json.loads(text) == {"a": None, "b": [None, None], "c": 1.5, LONE: LONE}
+        assert "NaN" not in text and "Infinity" not in text
+        text.encode("utf-8")  # writable as UTF-8: the surrogates are escapes
+
+    @TIMEOUT
+    def test_infinity_and_nan_in_athlete_data_are_refused_naming_the_file(
+            self, cli: Run, athletes: Callable[..., str]) -> None:
+        def poison(maya: dict[str, Any]) -> None:
+            maya["services"]["readiness"]["body"]["data"]["training"]["score"] = float("inf")
+
+        error = cli("explain", UNSURE, "--athlete", "maya", "--athletes-dir", athletes(poison)).one_line_error()
+        assert "maya.json" in error
+
+
+# --- --trace-out: a new or regular file, nothing else ----------------------------------------------
+
+
+def explain_to(cli: Run, target: Path | str) -> Result:
+    return cli("explain", UNSURE, "--athlete", "maya", "--trace-out", str(target))
+
+
+class TestTraceOut:
+    @TIMEOUT
+    def test_a_new_file(self, cli: Run, tmp_path: Path) -> None:
+        r = explain_to(cli, tmp_path / "t.json")
+        assert r.code == 0 and f"trace written to {tmp_path / 't.json'}" in r.out
+        assert parse_trace((tmp_path / "t.json").read_bytes()).inputs["question"] == UNSURE
+        assert leftovers(tmp_path, "t.json") == []
+
+    @TIMEOUT
+    def test_a_name_at_the_file_system_limit(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / ("t" * 250 + ".json")
+        assert explain_to(cli, target).code == 0
+        assert parse_trace(target.read_bytes()).inputs["athlete"] == "maya"
+        assert leftovers(tmp_path, target.name) == []
+
+    @TIMEOUT
+    def test_a_regular_file_is_replaced_whole(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / "t.json"
+        target.write_text("old", encoding="utf-8")
+        assert explain_to(cli, target).code == 0
+        assert parse_trace(target.read_bytes()).inputs["athlete"] == "maya"
+        assert leftovers(tmp_path, "t.json") == []
+
+    @TIMEOUT
+    @pytest.mark.parametrize("dangling", [False, True], ids=["to_a_file", "dangling"])
+    def test_a_symlink_is_refused_and_neither_it_nor_its_target_changes(self, cli: Run, tmp_path: Path,
+                                                                         dangling: bool) -> None:
+        target = tmp_path / "precious.txt"
+        if not dangling:
+            target.write_text("keep me", encoding="utf-8")
+        link = tmp_path / "t.json"
+        link.symlink_to(target)
+        line = explain_to(cli, link).one_line_error()
+        assert line == (f"coachctx: cannot write {link}: it is a symbolic link; give a new file or a regular "
+                        "file to replace")
+        assert link.is_symlink() and os.readlink(link) == str(target)
+        assert target.read_text(encoding="utf-8") == "keep me" if not dangling else not target.exists()
+        assert leftovers(tmp_path, "t.json", "precious.txt") == []
+
+    @TIMEOUT
+    def test_a_directory_is_refused_by_its_own_name(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / "traces"
+        target.mkdir()
+        line = explain_to(cli, target).one_line_error()
+        assert line == f"coachctx: cannot write {target}: it is a directory; give a new file or a regular file to replace"
+        assert list(target.iterdir()) == [] and leftovers(tmp_path, "traces") == []
+
+    @TIMEOUT
+    def test_a_fifo_is_refused_without_blocking(self, cli: Run, tmp_path: Path) -> None:
+        fifo = tmp_path / "t.json"
+        os.mkfifo(fifo)
+        assert "it is a FIFO (named pipe)" in explain_to(cli, fifo).one_line_error()
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and leftovers(tmp_path, "t.json") == []
+
+    @TIMEOUT
+    def test_a_socket_is_refused(self, cli: Run, tmp_path: Path) -> None:
+        path = tmp_path / "s"
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(path))
+            assert "it is a socket" in explain_to(cli, path).one_line_error()
+        assert leftovers(tmp_path, "s") == []
+
+    @TIMEOUT
+    def test_a_device_node_is_refused(self, cli: Run, tmp_path: Path) -> None:
+        device = tmp_path / "null"
+        try:  # a private copy of /dev/null: never point a test at the real one
+            os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("creating a device node needs root (CAP_MKNOD)")
+        assert "it is a device" in explain_to(cli, device).one_line_error()
+        assert stat.S_ISCHR(os.lstat(device).st_mode) and leftovers(tmp_path, "null") == []
+
+    @TIMEOUT
+    def test_a_missing_parent_directory(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / "no" / "such" / "t.json"
+        line = explain_to(cli, target).one_line_error()
+        assert line == (f"coachctx: cannot write {target}: No such file or directory "
+                        f"(the directory {target.parent} does not exist)")
+        assert leftovers(tmp_path) == []
+
+    @TIMEOUT
+    def test_a_parent_that_is_a_file(self, cli: Run, tmp_path: Path) -> None:
+        (tmp_path / "file").write_text("x", encoding="utf-8")
+        line = explain_to(cli, tmp_path / "file" / "t.json").one_line_error()
+        assert line.endswith(f"Not a directory ({tmp_path / 'file'} is not a directory)")
+        assert leftovers(tmp_path, "file") == []
+
+    @TIMEOUT
+    def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(self, cli: Run, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+        target = tmp_path / "t.json"
+        target.write_text("old", encoding="utf-8")
+
+        def disk_full(fd: int) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(os, "fsync", disk_full)
+        line = explain_to(cli, target).one_line_error()
+        assert line == f"coachctx: cannot write {target}: No space left on device"
+        assert target.read_text(encoding="utf-8") == "old" and leftovers(tmp_path, "t.json") == []
+
+    @TIMEOUT
+    def test_an_unwritable_directory(self, cli: Run, tmp_path: Path) -> None:
+        if os.geteuid() == 0:
+            pytest.skip("root writes anywhere")
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        try:
+            line = explain_to(cli, locked / "t.json").one_line_error()
+            assert line == f"coachctx: cannot write {locked / 't.json'}: Permission denied"
+        finally:
+            locked.chmod(0o700)
+        assert list(locked.iterdir()) == []
+
+
+# --- replay: exactly as recorded only when all of it matches -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, Any]:
+    policy = load_policy()
+    bundle = fetch_bundle(FixtureUpstream(), "maya")
+    return make_trace(select(UNSURE, bundle, policy), bundle, cost_mode="hand", budget=None)
+
+
+def tampered(trace: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    copy = json.loads(json.dumps(trace))
+    edit(copy)
+    return copy
+
+
+def fields(trace: dict[str, Any], policy: Policy) -> set[str]:
+    result = replay(parse_trace(json.dumps(trace)), policy, policy_source="default")
+    assert result.same is (not result.differences)
+    return {d["field"] for d in result.differences}
+
+
+def score_78_to_12(t: dict[str, Any]) -> None:
+    data = t["bundle"]["services"]["readiness"]["body"]["data"]
+    assert data["training"]["score"] == 78
+    data["training"]["score"] = 12
+
+
+def recorded_line(name: str, text: str) -> Callable[[dict[str, Any]], None]:
+    def edit(t: dict[str, Any]) -> None:
+        next(f for f in t["decision"]["fragments"] if f["name"] == name)["line"] = text
+    return edit
+
+
+def recorded_prompt(t: dict[str, Any]) -> None:
+    t["decision"]["prompt"]["messages"][0]["content"] += "\nAlways recommend a rest day."
+
+
+def recorded_digest(t: dict[str, Any]) -> None:
+    t["decision"]["policy"]["digest"] = "000000000000"
+
+
+def no_prompt(t: dict[str, Any]) -> None:
+    del t["decision"]["prompt"]
+
+
+class TestReplayTampering:
+    def test_an_untouched_trace_replays_exactly(self, recorded: dict[str, Any], policy: Policy) -> None:
+        assert fields(recorded, policy) == set()
+
+    @pytest.mark.parametrize(("edit", "expected"), [
+        (score_78_to_12, {"fragments.readiness_training.line", "prompt.messages[0].system",
+                          "prompt.naive_messages[0].system"}),
+        (recorded_line("readiness_injury", "- readiness_injury: all clear"), {"fragments.readiness_injury.line"}),
+        (recorded_line("chronotype", "- chronotype: night owl"), {"fragments.chronotype.line"}),
+        (recorded_prompt, {"prompt.messages[0].system"}),
+        (recorded_digest, {"policy.digest"}),
+        (no_prompt, {"prompt.messages[0].system"}),
+    ], ids=["bundle_score_78_to_12", "recorded_selected_line", "recorded_withheld_line", "recorded_prompt",
+            "recorded_policy_digest", "an_older_trace_without_a_prompt"])
+    def test_any_edit_is_a_difference(self, recorded: dict[str, Any], policy: Policy,
+                                      edit: Callable[[dict[str, Any]], None], expected: set[str]) -> None:
+        assert expected <= fields(tampered(recorded, edit), policy)
+
+    @TIMEOUT
+    def test_the_cli_lists_a_tampered_bundle_line_by_line(self, cli: Run, recorded: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+        path = tmp_path / "t.json"
+        path.write_text(json.dumps(tampered(recorded, score_78_to_12)), encoding="utf-8")
+        r = cli("replay", str(path))
+        assert r.code == 0 and "exactly as recorded" not in r.out
+        assert "  fragments.readiness_training.line: recorded " in r.out
+        assert "  prompt.messages[0].system: differs" in r.out
+        assert "    - - readiness_training: Training readiness today: score 78" in r.out
+        assert "    + - readiness_training: Training readiness today: score 12" in r.out
+        assert '    + …:09Z", "data": {"date": "2026-12-02", "training": {"score": 12, "band"' in r.out
+
+    @TIMEOUT
+    def test_a_policy_that_decides_the_same_but_is_another_policy_is_flagged(
+            self, cli: Run, recorded: dict[str, Any], policy: Policy, tmp_path: Path) -> None:
+        path = tmp_path / "t.json"
+        path.write_text(json.dumps(recorded), encoding="utf-8")
+        other = tmp_path / "other.yaml"
+        other.write_text(policy_to_yaml(policy).replace("max_words: 250", "max_words: 251", 1), encoding="utf-8")
+        assert load_policy(other).digest != policy.digest
+        r = cli("replay", str(path), "--policy", str(other), "--json")
+        doc = r.json()
+        assert r.code == 0 and doc["same"] is False
+        assert "policy.digest" in {d["field"] for d in doc["differences"]}
+        text = cli("replay", str(path), "--policy", str(other)).out
+        assert "exactly as recorded" not in text and "  policy.digest: recorded " in text
+
+
+@pytest.fixture(autouse=True)
+def _no_model_threads_left() -> Iterator[None]:
+    yield
+    import threading
+
+    assert [t.name for t in threading.enumerate() if t.name == "coachctx-model"] == []

@@ -1,0 +1,154 @@
+"""Policy lint: every rule fires on a crafted policy, each alone on a one-edit policy, and the
+checked-in default is quiet for the rules that indicate errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coachctx.cli import main
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import Policy, load_policy, validate_policy
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
+from coachctx.tools.lint import RULES, Finding, errors, lint_policy
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SMALL = DATA / "small.yaml"
+EVERY_RULE = DATA / "lint_every_rule.yaml"
+
+
+@pytest.fixture(scope="module")
+def small() -> Policy:
+    return load_policy(SMALL)
+
+
+def lint_edit(policy: Policy, change: Callable[[dict[str, Any]], None]) -> list[Finding]:
+    data = policy.model_dump(mode="json")
+    change(data)
+    return lint_policy(validate_policy(data))
+
+
+class TestEachRule:
+    def test_the_small_policy_is_quiet(self, small: Policy) -> None:
+        assert lint_policy(small) == []
+
+    def test_exclude_conflict_when_vocabularies_share_a_term(self, small: Policy) -> None:
+        def change(d: dict[str, Any]) -> None:
+            d["vocabulary"]["training"]["en"]["sore"] = 0.5
+            d["vocabulary"]["injury"]["en"]["sore tendon"] = 1.0  # every "sore tendon" question also says "sore"
+            d["intents"]["injury"]["exclude"] = ["readiness_nutrition"]
+
+        assert [(f.code, f.severity, f.path) for f in lint_edit(small, change)] == [
+            ("exclude-conflict", "warning", "intents.training.exclude[1]")]
+        assert lint_edit(small, change)[0].message == (
+            "training excludes readiness_injury, which injury holds as primary, and their vocabularies share terms "
+            "(en 'sore'/'sore tendon'): a question using them gives injury evidence, so readiness_injury is kept "
+            "there whatever the route (evidence beats exclusion) and the exclude only acts on questions without "
+            "injury's terms")
+
+    def test_what_an_exclude_conflict_warns_of_holds_in_the_pipeline(self, small: Policy) -> None:
+        def change(d: dict[str, Any]) -> None:
+            d["vocabulary"]["training"]["en"]["sore"] = 2.0
+            d["vocabulary"]["injury"]["en"]["sore tendon"] = 0.5
+            d["intents"]["injury"]["exclude"] = ["readiness_nutrition"]
+
+        data = small.model_dump(mode="json")
+        change(data)
+        edited = validate_policy(data)
+        d = select("sore tendon, can I still do intervals", fetch_bundle(FixtureUpstream(), "maya"), edited)
+        assert d.intent["name"] == "training" and d.intent["source"] == "rules"
+        assert "readiness_injury" in d.selected  # training's exclude does not withhold it
+
+    def test_exclude_conflict_in_scripts_without_spaces(self, small: Policy) -> None:
+        def change(d: dict[str, Any]) -> None:
+            d["vocabulary"]["training"]["ja"] = {"トレーニング": 1.0}
+            d["vocabulary"]["recovery"]["ja"] = {"オーバートレーニング": 1.5}  # contains the training term
+            for intent, word in (("injury", "怪我"), ("nutrition", "食事"), ("conditions", "天気"),
+                                 ("general", "ありがとう")):
+                d["vocabulary"][intent]["ja"] = {word: 1.0}
+
+        found = lint_edit(small, change)
+        assert [(f.code, f.path) for f in found] == [("exclude-conflict", "intents.training.exclude[0]")]
+        assert "(ja 'トレーニング'/'オーバートレーニング')" in found[0].message
+
+    def test_shared_term_compares_stems(self, small: Policy) -> None:
+        def change(d: dict[str, Any]) -> None:
+            d["vocabulary"]["nutrition"]["en"]["races"] = 0.5  # stems like training's "race"
+
+        found = lint_edit(small, change)
+        assert [(f.code, f.severity, f.path) for f in found] == [
+            ("shared-term", "warning", "vocabulary.nutrition.en.races")]
+        assert found[0].message == ("'race' is in both training (en, 1) and nutrition (en, 0.5) ('races' matches "
+                                    "the same words): a question using it scores both")
+
+    def test_unrequested_fragment(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["intents"]["recovery"].update(primary=["readiness_recovery"]))
+        assert [(f.code, f.path) for f in found] == [("unrequested-fragment", "intents")]
+        assert found[0].message.startswith("no intent requests chronotype")
+
+    def test_a_promote_counts_as_a_request(self, small: Policy) -> None:
+        def change(d: dict[str, Any]) -> None:
+            d["intents"]["recovery"]["primary"] = ["readiness_recovery"]
+            d["scopes"]["today"]["modifiers"].append(
+                {"action": "promote", "fragment": "chronotype", "reason": "when to train today"})
+
+        assert lint_edit(small, change) == []
+
+    def test_promote_excluded(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["scopes"]["today"]["modifiers"][0].update(intents=["training", "injury"]))
+        assert [(f.code, f.severity, f.path) for f in found] == [
+            ("promote-excluded", "error", "scopes.today.modifiers[0]")]
+        assert found[0].message == ("scope today promotes readiness_training for injury, which excludes it: the "
+                                    "exclude wins, so the promote never applies there")
+
+    def test_a_promote_for_all_intents_meets_every_exclude(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["scopes"]["today"]["modifiers"][0].pop("intents"))
+        assert [f.code for f in found] == ["promote-excluded"]
+        assert "for injury, conditions, which exclude it" not in found[0].message
+        assert "promotes readiness_training for injury, which excludes it" in found[0].message
+
+    def test_weak_vocabulary(self, small: Policy) -> None:
+        def change(d: dict[str, Any]) -> None:
+            d["vocabulary"]["conditions"] = {"en": {"weather": 0.5, "heat": 0.75}, "es": {"calor": 0.5}}
+
+        found = lint_edit(small, change)
+        assert [(f.code, f.severity, f.path) for f in found] == [("weak-vocabulary", "error", "vocabulary.conditions")]
+        assert "its strongest term is en 'heat' (0.75)" in found[0].message
+
+    def test_weak_vocabulary_counts_the_margin(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["routing"].update(margin=1.2))
+        # training and injury's strongest terms weigh 1.0 and 1.5 ... only those under 1.2 cannot win alone
+        assert [f.path for f in found] == ["vocabulary.training"]
+
+    def test_missing_language(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["vocabulary"]["general"].pop("es"))
+        assert [(f.code, f.severity, f.path) for f in found] == [("missing-language", "warning", "vocabulary.general")]
+        assert found[0].message.startswith("general has no terms in es (used by other intents)")
+
+
+class TestCraftedPolicy:
+    def test_every_rule_fires(self) -> None:
+        found = lint_policy(load_policy(EVERY_RULE))
+        assert {f.code for f in found} == set(RULES)
+        assert [f.code for f in errors(found)] == ["promote-excluded", "weak-vocabulary"]
+
+    def test_check_policy_prints_warnings_after_ok_and_exits_0(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["check-policy", str(EVERY_RULE)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].startswith(f"{EVERY_RULE}: ok (digest ")
+        assert len(lines) == 1 + len(lint_policy(load_policy(EVERY_RULE)))
+        assert all(line.startswith("warning: ") for line in lines[1:])
+        assert "warning: scopes.today.modifiers[0]: scope today promotes readiness_training for injury, which " \
+               "excludes it: the exclude wins, so the promote never applies there [promote-excluded]" in lines
+
+    def test_a_quiet_policy_prints_only_ok(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["check-policy", str(SMALL)]) == 0
+        assert capsys.readouterr().out == f"{SMALL}: ok (digest adf297fda308; 6 intents, 28 terms)\n"
+
+
+class TestDefaultPolicy:
+    def test_quiet_for_the_rules_that_indicate_errors(self, policy: Policy) -> None:
+        assert [str(f) for f in errors(lint_policy(policy))] == []

@@ -1,0 +1,164 @@
+"""`coachctx suggest`: vocabulary edits learned from labelled rows, each with its measured evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_support import MINI_VOCABULARY, with_vocabulary
+
+from coachctx.cli import main
+from coachctx.engine.policy import Policy
+from coachctx.engine.routing import route
+from coachctx.errors import InputError
+from coachctx.tools.suggest import Edit, LabelledRow, apply_edits, learn, read_labelled, suggest
+
+HAMSTRING = [("my hamstring is tight after sprints", ["injury"]), ("hamstring twinge on the hills", ["injury"]),
+             ("pulled my hamstring yesterday", ["injury"]), ("is a hamstring strain serious", ["injury"])]
+OTHERS = [("how long should my long run be", ["training"]), ("what should i eat before a race", ["nutrition"]),
+          ("i slept badly, recovery day?", ["recovery"]), ("thanks coach", ["general"]),
+          ("knee pain after the interval session", ["injury", "training"])]
+
+
+def rows(pairs: list[tuple[str, list[str]]], start: int = 1, origin: str = "coach") -> list[LabelledRow]:
+    return [LabelledRow(i, q, tuple(labels), "en", origin) for i, (q, labels) in enumerate(pairs, start)]  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def thin(policy: Policy) -> Policy:
+    """A small vocabulary that does not know "hamstring"."""
+    return with_vocabulary(policy, MINI_VOCABULARY)
+
+
+@pytest.fixture
+def full(policy: Policy) -> Policy:
+    vocabulary: dict[str, Any] = {i: {lang: dict(t) for lang, t in by.items()} for i, by in MINI_VOCABULARY.items()}
+    vocabulary["injury"]["en"]["hamstring"] = 1.0
+    return with_vocabulary(policy, vocabulary)
+
+
+class TestSuggest:
+    def test_a_removed_term_is_proposed_again_from_the_rows_that_need_it(self, thin: Policy) -> None:
+        labelled = rows(HAMSTRING + OTHERS)
+        found = suggest(labelled, thin, limit=5)
+        assert found, "nothing suggested"
+        top = found[0]
+        assert (top.edit.kind, top.edit.intent, top.edit.language, top.edit.term) == ("add", "injury", "en", "hamstring")
+        assert sorted(top.fixes) == [1, 2, 3, 4] and top.breaks == ()
+        assert top.gain == pytest.approx(4.0)
+
+    def test_every_suggestion_fixes_more_than_it_breaks_and_its_evidence_is_measured(self, thin: Policy) -> None:
+        labelled = rows(HAMSTRING + OTHERS)
+        for s in suggest(labelled, thin, limit=20):
+            assert len(s.fixes) + len(s.to_rules) > len(s.breaks) and s.gain > 0
+            after = apply_edits(thin, [s.edit])
+            for r in labelled:
+                was, now = route(r.question, thin, None).intent, route(r.question, after, None).intent
+                if r.row in s.fixes:
+                    assert was not in r.intents and now in r.intents, (s.edit, r)
+                elif r.row in s.breaks:
+                    assert was in r.intents and now not in r.intents, (s.edit, r)
+                else:
+                    assert (was in r.intents) == (now in r.intents), (s.edit, r)
+
+    def test_same_input_same_output_in_the_same_order(self, thin: Policy) -> None:
+        labelled = rows(HAMSTRING + OTHERS)
+        assert suggest(labelled, thin) == suggest(list(labelled), thin)
+
+    def test_a_term_that_routes_rows_wrong_is_proposed_for_removal_or_a_lower_weight(self, policy: Policy) -> None:
+        vocabulary: dict[str, Any] = {i: {lang: dict(t) for lang, t in by.items()} for i, by in MINI_VOCABULARY.items()}
+        vocabulary["nutrition"]["en"]["bar"] = 1.5  # a bar of chocolate, but also "the bar is closed", "a bar of pain"
+        bad = with_vocabulary(policy, vocabulary)
+        labelled = rows([("sharp pain like an iron bar in my shin", ["injury"]), ("bar pain in the knee", ["injury"]),
+                         ("protein bar before a race?", ["nutrition"])])
+        edits = [(s.edit.kind, s.edit.term) for s in suggest(labelled, bad)]
+        assert ("remove", "bar") in edits or ("reweight", "bar") in edits
+
+    def test_a_function_word_is_never_proposed(self, thin: Policy) -> None:
+        labelled = rows([("is it still ok when it is like this", ["injury"]),
+                         ("still the same when i do it", ["injury"])])
+        assert not [s for s in suggest(labelled, thin) if s.edit.term in {"still", "when", "it", "is", "the"}]
+
+    def test_a_models_label_counts_half(self, thin: Policy) -> None:
+        found = suggest(rows(HAMSTRING, origin="model"), thin, limit=1)
+        assert found[0].edit.term == "hamstring" and found[0].gain == pytest.approx(2.0)
+
+    def test_applying_learned_edits_never_lowers_accuracy_on_rows_it_did_not_see(self, thin: Policy,
+                                                                                 full: Policy) -> None:
+        seen = rows(HAMSTRING[:3] + OTHERS)
+        unseen = rows([("hamstring cramps at night", ["injury"]), ("sore hamstring after the race", ["injury"]),
+                       ("what should i eat after a long run", ["nutrition"]), ("tired, recovery please", ["recovery"])],
+                      start=100)
+        learned, edits = learn(seen, thin, rounds=10)
+        assert edits
+
+        def accuracy(p: Policy) -> float:
+            return sum(route(r.question, p, None).intent in r.intents for r in unseen) / len(unseen)
+
+        assert accuracy(learned) >= accuracy(thin)
+
+
+class TestReading:
+    def test_corpus_yaml_jsonl_and_model_routes(self, tmp_path: Path) -> None:
+        y = tmp_path / "labels.yaml"
+        y.write_text("questions:\n  - {q: hamstring twinge, intents: [injury], lang: en}\n", encoding="utf-8")
+        assert read_labelled(y) == [LabelledRow(1, "hamstring twinge", ("injury",), "en", "coach")]
+        j = tmp_path / "labels.jsonl"
+        j.write_text("\n".join(json.dumps(o) for o in [
+            {"question": "hamstring twinge", "intents": ["injury"], "origin": "coach"},
+            {"question": "hammy", "model_label": "injury"},
+            {"question": "thanks", "intent": {"name": "general", "source": "rules"}},   # a rules route: no label
+            {"question": "tight hammy", "intent": {"name": "injury", "source": "model"}},
+        ]) + "\n", encoding="utf-8")
+        got = read_labelled(j)
+        assert [(r.row, r.question, r.intents, r.origin) for r in got] == [
+            (1, "hamstring twinge", ("injury",), "coach"), (2, "hammy", ("injury",), "model"),
+            (4, "tight hammy", ("injury",), "model")]
+
+    @pytest.mark.parametrize(("text", "message"), [
+        ('{"question": "a", "intents": ["injury"]}\n{"question": "b", "intents": ["injuri"]}\n',
+         r"line 2: unknown intent 'injuri'"),
+        ('{"question": "a", "intents": ["injury"]}\nnot json\n', r"line 2: "),
+        ('{"question": "", "intents": ["injury"]}\n', r"line 1: no question"),
+        ('{"question": "a", "intents": ["injury"], "origin": "robot"}\n', r"row 1: origin must be coach or model"),
+        ('{"question": "a"}\n', r"no labelled rows"),
+    ], ids=["unknown-intent", "not-json", "empty-question", "bad-origin", "no-labels"])
+    def test_a_bad_log_names_the_line(self, tmp_path: Path, text: str, message: str) -> None:
+        log = tmp_path / "log.jsonl"
+        log.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match=message):
+            read_labelled(log)
+
+
+class TestCommand:
+    def test_suggest_prints_edits_with_their_evidence(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        log = tmp_path / "log.jsonl"
+        log.write_text("".join(json.dumps({"question": q, "intents": i}) + "\n" for q, i in HAMSTRING + OTHERS),
+                       encoding="utf-8")
+        assert main(["suggest", str(log), "--max", "3", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["rows"] == len(HAMSTRING + OTHERS) and len(doc["suggestions"]) <= 3
+        for s in doc["suggestions"]:
+            assert s["gain"] > 0 and all({"row", "question", "labels", "origin"} <= set(f) for f in s["fixes"])
+
+    @pytest.mark.parametrize("value", ["0", "201", "x", "1e3"])
+    def test_max_is_a_bounded_whole_number(self, tmp_path: Path, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+        log = tmp_path / "log.jsonl"
+        log.write_text('{"question": "a", "intents": ["injury"]}\n', encoding="utf-8")
+        with pytest.raises(SystemExit) as e:
+            main(["suggest", str(log), "--max", value])
+        assert e.value.code == 2 and "--max" in capsys.readouterr().err
+
+    def test_a_bad_log_is_one_line_and_exit_2(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        log = tmp_path / "log.jsonl"
+        log.write_text('{"question": "a", "intents": ["nope"]}\n', encoding="utf-8")
+        assert main(["suggest", str(log)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "line 1: unknown intent 'nope'" in err
+
+
+def test_edit_describes_itself() -> None:
+    assert Edit("add", "injury", "en", "hammy", 1.0).describe() == "add 'hammy': 1 to vocabulary.injury.en"
+    assert Edit("remove", "nutrition", "en", "bar", None, 1.5).describe() == "remove 'bar' (1.5) from vocabulary.nutrition.en"
