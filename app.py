@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from coachctx import playground as pg
+from coachctx import playground_suggest_tab as suggest_tab
 from coachctx.engine.decision import Decision
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS, select
@@ -768,6 +769,9 @@ def tab_decision(ctx: Context) -> None:
         else:
             st.markdown("**Time horizon:** none — no scope words in the question, so no scope modifiers apply")
 
+    suggest_tab.render_label_control(d.to_json(), key="label_decision", store=ctx.store.store,
+                                     store_error=ctx.store.error)
+
     st.subheader("2 · Selection: what the model sees, and why")
     st.markdown(f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
                 f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{pg.COST_LABELS.get(d.tokens['cost_mode'], d.tokens['cost_mode'])}** "
@@ -1141,6 +1145,8 @@ def tab_trace(ctx: Context) -> None:
     st.dataframe(frame.style.apply(
         lambda row: (["background-color: rgba(214, 39, 40, 0.15)"] if row["changed"] else [""]) * len(row), axis=1),
         hide_index=True, width="stretch", key="trace_fragments", height=35 * (len(frame) + 1) + 12)
+    suggest_tab.render_label_control(pg.cleaned(dict(trace.decision)), key="label_trace", store=ctx.store.store,
+                                     store_error=ctx.store.error)
     known = upstream().has(str(inputs.get("athlete")))
     if not known:
         st.warning(f"The trace's athlete {str(inputs.get('athlete'))!r} is not one of the sample athletes here, so "
@@ -1480,7 +1486,8 @@ def _highlight_changes(row: pd.Series) -> list[str]:
     return ["background-color: rgba(255, 165, 0, 0.22)" if c in changed else "" for c in row.index]
 
 
-def render_impact(report: ImpactReport) -> None:
+def render_impact(report: ImpactReport, keys: str = "") -> None:
+    """The report; `keys` prefixes its widget keys, so another tab can show a report of its own."""
     s = report.summary()
     st.markdown(f"**Base:** {report.base_name} (`{report.base_digest}`) · **Candidate:** {report.candidate_name} "
                 f"(`{report.candidate_digest}`)")
@@ -1494,7 +1501,7 @@ def render_impact(report: ImpactReport) -> None:
     for note in report.notes:
         st.info(note)
     st.markdown("**Per policy**")
-    st.dataframe(pg.impact_metrics_frame(report), hide_index=True, width="stretch", key="impact_metrics")
+    st.dataframe(pg.impact_metrics_frame(report), hide_index=True, width="stretch", key=f"{keys}impact_metrics")
     b, c = report.base_metrics, report.candidate_metrics
     if b.route_labelled:
         st.markdown(f"**Confusion per intent** over {b.route_labelled} labelled rows: rows are the labelled intent, "
@@ -1507,21 +1514,21 @@ def render_impact(report: ImpactReport) -> None:
             return differs.replace({True: "background-color: rgba(255, 165, 0, 0.30)", False: ""})
 
         # one above the other: side by side, seven columns each do not fit at 1024 px
-        for name, frame, key in ((f"base: {report.base_name}", base_frame, "confusion_base"),
-                                 (f"candidate: {report.candidate_name}", candidate_frame, "confusion_candidate")):
+        for name, frame, key in ((f"base: {report.base_name}", base_frame, f"{keys}confusion_base"),
+                                 (f"candidate: {report.candidate_name}", candidate_frame, f"{keys}confusion_candidate")):
             st.caption(name)
             st.dataframe(frame.style.apply(mark, axis=None), hide_index=True, width="stretch", key=key)
     else:
         st.caption("No row carries intent labels, so there is no accuracy or confusion table.")
 
-    changed_only = st.toggle("Show changed questions only", value=True, key="impact_changed_only")
+    changed_only = st.toggle("Show changed questions only", value=True, key=f"{keys}impact_changed_only")
     frame = pg.impact_frame(report, changed_only=changed_only)
     st.markdown(f"**Questions** ({len(frame)} shown; changed cells highlighted)")
     if frame.empty:
         st.success("No question decides differently under the candidate." if changed_only else "No questions.")
     else:
         st.dataframe(frame.style.apply(_highlight_changes, axis=1), hide_index=True, width="stretch",
-                     key="impact_table",
+                     key=f"{keys}impact_table",
                      column_order=["question", "changes", "base_intent", "candidate_intent", "base_tokens",
                                    "candidate_tokens", "base_selected", "candidate_selected", "athlete", "row"],
                      column_config={
@@ -1534,11 +1541,17 @@ def render_impact(report: ImpactReport) -> None:
     if report.skipped:
         with st.expander(f"{len(report.skipped)} row(s) skipped, and why"):
             st.dataframe(pd.DataFrame(report.skipped, columns=["row", "why"]), hide_index=True, width="stretch",
-                         key="impact_skipped")
-    st.download_button("Download the report (JSON)", key="impact_download", on_click="ignore",
+                         key=f"{keys}impact_skipped")
+    st.download_button("Download the report (JSON)", key=f"{keys}impact_download", on_click="ignore",
                        data=json.dumps(report.to_json(), ensure_ascii=False, indent=2),
                        file_name=f"coachctx-impact-{report.base_digest}-{report.candidate_digest}.json",
                        mime="application/json", icon=":material/download:")
+
+
+def tab_suggest(ctx: Context) -> None:
+    suggest_tab.render_suggest_tab(suggest_tab.SuggestInputs(
+        store=ctx.store.store, store_error=ctx.store.error, policy=ctx.policies.working, draft_ok=ctx.policies.draft.ok,
+        labels=ctx.store.label_map, cost_mode=ctx.view.cost_mode, render_impact=render_impact))
 
 
 TabRenderer = Callable[[Context], None]
@@ -1549,6 +1562,7 @@ TABS: list[tuple[str, TabRenderer]] = [
     ("Policy editor", tab_policy),
     ("Versions", tab_versions),
     ("Impact", tab_impact),
+    ("Suggest", tab_suggest),
     ("Reproduce a trace", tab_trace),
 ]
 

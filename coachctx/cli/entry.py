@@ -1,5 +1,5 @@
 """`coachctx` command line: the parser and `main`. Each command group lives in its own module
-(explain, policy, impact, suggest) and registers its subcommands here. Bad input prints one clear
+(explain, policy, impact, suggest, labels) and registers its subcommands here. Bad input prints one clear
 line on stderr and exits 2."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from coachctx.cli import explain, impact, policy, suggest
+from coachctx.cli import explain, impact, labels, policy, suggest
 from coachctx.cli.common import shown
 from coachctx.errors import CoachctxError, InputError, PolicyError
 from coachctx.reading import printable
@@ -18,7 +18,7 @@ from coachctx.reading import printable
 EXIT_USAGE = 2
 
 
-GROUPS = (explain, policy, impact, suggest)
+GROUPS = (explain, policy, impact, suggest, labels)
 """The command modules, in the order `coachctx --help` lists their commands."""
 
 

@@ -23,15 +23,23 @@ Optimistic saving
     database cannot both win, and a process killed mid-save leaves the version whole or
     absent.
 
+Question labels
+    Beside the versions, a table of questions labelled with the intents that would have been
+    right (`QuestionLabel`: question, athlete, intents, the fragments the answer needed, author,
+    time, the policy digest and route source of the decision that was labelled). They are what
+    `coachctx suggest` and the playground's Suggest tab learn from; `coachctx labels export|import`
+    moves them as JSONL. Every label is checked before it is stored (`check_question_label`).
+
 `policy show` prints a version with a first line `# coachctx policy version N ...`; `save`
 reads that line back as the base, so "show, edit, save" is safe without remembering N.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,7 +50,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from coachctx.engine.policy import Policy, load_policy, parse_policy
+from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.engine.policy import INTENTS, LANGUAGES, Policy, load_policy, parse_policy
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.reading import control_character, printable
 
@@ -132,6 +142,31 @@ _drafts = sa.Table(
 DRAFT_ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{8,32}$")
 MAX_DRAFT_CHARS: Final = 512 * 1024
 
+# Questions a coach (or the model) labelled with the intents that would have been right: what
+# `coachctx suggest` and the playground's Suggest tab learn from. Not to be confused with the
+# labels above, which are names of versions.
+_question_labels = sa.Table(
+    "question_labels", _metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("athlete", sa.String(64), nullable=True),
+    sa.Column("intents", sa.String(200), nullable=False),
+    sa.Column("needs", sa.String(400), nullable=True),
+    sa.Column("scope", sa.String(16), nullable=True),
+    sa.Column("lang", sa.String(8), nullable=True),
+    sa.Column("origin", sa.String(8), nullable=False),
+    sa.Column("author", sa.String(MAX_AUTHOR_CHARS), nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("policy_digest", sa.String(64), nullable=True),
+    sa.Column("route_source", sa.String(16), nullable=True),
+    sa.Column("routed", sa.String(32), nullable=True),
+    sqlite_autoincrement=True,
+)
+ATHLETE_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+DIGEST_PATTERN: Final = re.compile(r"^[0-9a-f]{6,64}$")
+ROUTE_SOURCES: Final = ("rules", "model", "fallback")
+ORIGINS: Final = ("coach", "model")
+
 
 @dataclass(frozen=True)
 class Draft:
@@ -141,6 +176,50 @@ class Draft:
     yaml: str
     base: int | None
     updated_at: datetime
+
+
+@dataclass(frozen=True)
+class QuestionLabel:
+    """A question labelled with the intents that would have been right (and, optionally, the
+    fragments the answer needed), who said so, and what the policy of the day decided."""
+
+    question: str
+    intents: tuple[str, ...]
+    author: str
+    athlete: str | None = None
+    needs: tuple[str, ...] | None = None
+    """None: not said; (): the answer needs no fragment."""
+    scope: str | None = None
+    """The scope the question was decided with, when it was not inferred (`today`, `week`, `months`)."""
+    lang: str | None = None
+    origin: Literal["coach", "model"] = "coach"
+    created_at: datetime | None = None
+    """Set by the store when the label is added without one."""
+    policy_digest: str | None = None
+    """The policy that decided the question when it was labelled."""
+    route_source: str | None = None
+    """How that decision was routed: rules, model or fallback."""
+    routed: str | None = None
+    """The intent that decision routed to."""
+    id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The label in the corpus format (`question`, `intents`, `needs`, `scope`, `lang`) plus
+        `origin` and where it came from; `coachctx suggest` and `coachctx impact` read it."""
+        out: dict[str, Any] = {"question": self.question, "intents": list(self.intents)}
+        if self.needs is not None:
+            out["needs"] = list(self.needs)
+        for key in ("scope", "lang", "athlete"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        out["origin"] = self.origin
+        out["author"] = self.author
+        if self.created_at is not None:
+            out["at"] = self.created_at.isoformat()
+        for key in ("policy_digest", "route_source", "routed"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
 
 
 @dataclass(frozen=True)
@@ -432,6 +511,44 @@ class PolicyStore:
             return None
         return Draft(id=row.id, yaml=row.yaml, base=row.base, updated_at=_utc(row.updated_at))
 
+    # --- question labels: what the rules should have decided ------------------------------------
+
+    def add_question_labels(self, labels: Sequence[QuestionLabel]) -> list[QuestionLabel]:
+        """Check every label, then store them all in one transaction (or none). A label equal to
+        one already stored (same question, athlete, intents, needs, origin and author) is not
+        stored twice: the stored one is returned in its place."""
+        checked = [check_question_label(label) for label in labels]
+        now = datetime.now(UTC)
+        out: list[QuestionLabel] = []
+        with self._errors("store the label"), self.engine.begin() as conn:
+            for label in checked:
+                row = _label_row(label, now)
+                same = conn.execute(sa.select(_question_labels).where(*(
+                    _question_labels.c[k] == v if v is not None else _question_labels.c[k].is_(None)
+                    for k, v in row.items() if k in _IDENTITY))).first()
+                if same is not None:
+                    out.append(_question_label(same._mapping))
+                    continue
+                inserted = conn.execute(_question_labels.insert().values(**row)).inserted_primary_key
+                assert inserted is not None
+                out.append(QuestionLabel(**{**label.__dict__, "created_at": row["created_at"],
+                                            "id": int(inserted[0])}))
+        return out
+
+    def add_question_label(self, label: QuestionLabel) -> QuestionLabel:
+        return self.add_question_labels([label])[0]
+
+    def question_labels(self) -> list[QuestionLabel]:
+        """Every stored label, oldest first (so row numbers stay put as labels are added)."""
+        with self._errors("read the labels"), self.engine.connect() as conn:
+            rows = conn.execute(sa.select(_question_labels).order_by(_question_labels.c.id))
+            return [_question_label(r._mapping) for r in rows]
+
+    def delete_question_label(self, label_id: int) -> bool:
+        """Remove one label; False when there was none with that id."""
+        with self._errors("delete the label"), self.engine.begin() as conn:
+            return conn.execute(_question_labels.delete().where(_question_labels.c.id == label_id)).rowcount == 1
+
     # --- checking ------------------------------------------------------------------------------
 
     def verify(self) -> list[str]:
@@ -501,11 +618,13 @@ def _version(row: sa.RowMapping) -> Version:
                    message=row["message"], created_at=_utc(row["created_at"]), yaml=row["yaml"])
 
 
-def _check_text(what: str, value: str, limit: int) -> str:
-    """A message or author: one line of plain text. A newline, a tab or an escape sequence would
-    break the history table, the label log and `policy show`'s first line."""
+def _check_text(what: str, value: str, limit: int, empty: str | None = None) -> str:
+    """A message, an author or a labelled question: one line of plain text. A newline, a tab or an
+    escape sequence would break the history table, the label log and `policy show`'s first line."""
     if not isinstance(value, str) or not value.strip():
-        raise StoreError(f"{what} is empty: say {'what changed and why' if what == 'message' else 'who you are'}")
+        if empty is None:
+            empty = f"say {'what changed and why' if what == 'message' else 'who you are'}"
+        raise StoreError(f"{what} is empty: {empty}")
     value = value.strip()
     bad = control_character(value)
     if bad is not None:
@@ -513,6 +632,67 @@ def _check_text(what: str, value: str, limit: int) -> str:
     if len(value) > limit:
         raise StoreError(f"{what} is {len(value)} characters; the limit is {limit}")
     return value
+
+
+_IDENTITY: Final = ("question", "athlete", "intents", "needs", "origin", "author")
+
+
+def _names(values: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, Sequence) or not all(isinstance(v, str) for v in values):
+        raise StoreError(f"{what}: expected a list of {kind} names, got {printable(repr(values))[:60]}")
+    for v in values:
+        if v not in known:
+            near = difflib.get_close_matches(v, known, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise StoreError(f"{what}: unknown {kind} {printable(v)[:40]!r}{hint}; use {', '.join(known)}")
+    return tuple(dict.fromkeys(values))  # once each, in the order given
+
+
+def _optional(value: Any, what: str, allowed: Sequence[str] | re.Pattern[str]) -> str | None:
+    if value is None or value == "":
+        return None
+    ok = isinstance(value, str) and (allowed.match(value) if isinstance(allowed, re.Pattern) else value in allowed)
+    if not ok:
+        shown = printable(repr(value))[:60]
+        use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else ""
+        raise StoreError(f"{what}: {shown} is not valid{use}")
+    return str(value)
+
+
+def check_question_label(label: QuestionLabel) -> QuestionLabel:
+    """The label with its text trimmed, or `StoreError` naming the field at fault: a question that
+    is empty, too long or holds a control character, an unknown intent or fragment, an author
+    that is not one line, an unknown scope, language, origin or route source."""
+    question = _check_text("question", label.question, MAX_QUESTION_CHARS, "label the question the athlete asked")
+    intents = _names(label.intents, INTENTS, "intents", "intent")
+    if not intents:
+        raise StoreError("intents is empty: say which intent(s) the question should have gone to")
+    needs = None if label.needs is None else _names(label.needs, FRAGMENT_NAMES, "needs", "fragment")
+    scope = _optional(label.scope, "scope", [s for s in SCOPE_REQUESTS if s != "auto"])
+    return QuestionLabel(
+        question=question, intents=intents, author=_check_text("author", label.author, MAX_AUTHOR_CHARS),
+        athlete=_optional(label.athlete, "athlete", ATHLETE_PATTERN), needs=needs, scope=scope,
+        lang=_optional(label.lang, "lang", list(LANGUAGES)),
+        origin=_optional(label.origin, "origin", ORIGINS) or "coach",  # type: ignore[arg-type]
+        created_at=label.created_at, policy_digest=_optional(label.policy_digest, "policy_digest", DIGEST_PATTERN),
+        route_source=_optional(label.route_source, "route_source", ROUTE_SOURCES),
+        routed=_optional(label.routed, "routed", INTENTS), id=label.id)
+
+
+def _label_row(label: QuestionLabel, now: datetime) -> dict[str, Any]:
+    return {"question": label.question, "athlete": label.athlete, "intents": " ".join(label.intents),
+            "needs": None if label.needs is None else " ".join(label.needs), "scope": label.scope,
+            "lang": label.lang, "origin": label.origin, "author": label.author,
+            "created_at": label.created_at or now, "policy_digest": label.policy_digest,
+            "route_source": label.route_source, "routed": label.routed}
+
+
+def _question_label(row: sa.RowMapping) -> QuestionLabel:
+    return QuestionLabel(
+        question=row["question"], intents=tuple(row["intents"].split()), author=row["author"],
+        athlete=row["athlete"], needs=None if row["needs"] is None else tuple(row["needs"].split()),
+        scope=row["scope"], lang=row["lang"], origin=row["origin"], created_at=_utc(row["created_at"]),
+        policy_digest=row["policy_digest"], route_source=row["route_source"], routed=row["routed"], id=row["id"])
 
 
 def export_text(version: Version, labels: Mapping[str, Label] | None = None) -> str:

@@ -129,8 +129,12 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write JSON so the file is either the old one or the whole new one, never half: a
     temporary file in the same directory, renamed over the path. Anything but a new or regular
     file is refused, naming the path asked for, and nothing is left behind on failure."""
+    write_text_atomic(path, json_text(obj) + "\n")
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """`text` written as `write_json_atomic` writes JSON: whole or not at all."""
     p = Path(path)
-    text = json_text(obj) + "\n"
     _refuse_special(p)
     parent = p.parent if str(p.parent) else Path(".")
     try:

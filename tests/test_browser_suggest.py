@@ -1,0 +1,82 @@
+"""The rules learn from a miss, in a real browser: a coach labels a question the rules routed
+wrong, sees the suggestion it produces with its evidence, applies it to the draft, checks the
+impact on the labelled question and saves a version. The server and the browser are
+tests/test_browser.py's fixtures (a store of the server's own, headless Chromium)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_browser import UI_TIMEOUT_MS, browser, server  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+GLUTE = "glute medius niggle again after the long run"
+SETTLE_MS = 2 * UI_TIMEOUT_MS
+"""Each step reruns the whole page (the Suggest tab learns again when the draft changes): on a
+loaded two-core machine a rerun has taken over 30 s."""
+
+
+def wait_for_script(page: Any) -> None:
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=SETTLE_MS)
+
+
+def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: Any, server: str) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    try:
+        page.goto(server)
+        wait_for_script(page)
+        question = page.get_by_label("The athlete's question")
+        question.fill(GLUTE)
+        question.press("Enter")
+        wait_for_script(page)
+        expect(page.get_by_text("This should be… (routed to training (best guess)")).to_be_visible(
+            timeout=SETTLE_MS)
+
+        page.get_by_text("This should be…").first.click()
+        intents = page.get_by_role("combobox", name="This question should go to")
+        expect(intents).to_be_visible(timeout=SETTLE_MS)
+        intents.click()
+        page.get_by_role("option", name="injury").click(timeout=SETTLE_MS)
+        wait_for_script(page)
+        page.keyboard.press("Escape")
+        author = page.get_by_label("Labelled by")
+        author.fill("ana")
+        author.press("Enter")
+        wait_for_script(page)
+        store = page.get_by_role("button", name="Store this label")
+        expect(store).to_be_enabled(timeout=SETTLE_MS)
+        store.click()
+        expect(page.get_by_text("Stored label 1")).to_be_visible(timeout=SETTLE_MS)
+
+        page.get_by_role("tab", name="Suggest").click()
+        first = page.locator(".st-key-suggestion_0")
+        expect(first).to_contain_text("add 'glute medius': 1 to vocabulary.injury.en", timeout=SETTLE_MS)
+        expect(first).to_contain_text(f"fixes row 1: “{GLUTE}” → injury (label 1 by ana)")
+        apply = page.get_by_role("button", name="Apply 0 ticked suggestion(s) to the draft")
+        expect(apply).to_be_disabled()
+        first.get_by_test_id("stCheckbox").locator("label").first.click()
+        wait_for_script(page)
+        page.get_by_role("button", name="Apply 1 ticked suggestion(s) to the draft").click()
+        expect(page.get_by_text("Applied 1 edit(s) to the draft: add 'glute medius'")).to_be_visible(
+            timeout=SETTLE_MS)
+        expect(page.locator(".st-key-suggest_diff")).to_contain_text("glute medius")
+
+        page.get_by_role("button", name="Check the impact").click()
+        changed = page.get_by_test_id("stMetric").filter(has_text="Intent changed")
+        expect(changed).to_contain_text("1", timeout=SETTLE_MS)
+        expect(page.get_by_text("before the suggestions").first).to_be_visible()
+
+        saver = page.get_by_label("Saved by")
+        expect(saver).to_have_value("ana")  # the name given with the label is the session's author
+        page.get_by_role("button", name="Save the draft as a version").click()
+        expect(page.get_by_text("Saved version 1")).to_be_visible(timeout=SETTLE_MS)
+
+        page.get_by_role("tab", name="Decision").click()
+        expect(page.get_by_text("This should be… (routed to injury")).to_be_visible(timeout=SETTLE_MS)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+    finally:
+        context.close()
