@@ -91,7 +91,7 @@ class TestSuggest:
         unseen = rows([("hamstring cramps at night", ["injury"]), ("sore hamstring after the race", ["injury"]),
                        ("what should i eat after a long run", ["nutrition"]), ("tired, recovery please", ["recovery"])],
                       start=100)
-        learned, edits = learn(seen, thin, rounds=10)
+        learned, edits = learn(seen, thin, max_edits=10)
         assert edits
 
         def accuracy(p: Policy) -> float:
