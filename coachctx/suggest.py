@@ -38,6 +38,8 @@ RULES_WEIGHT: Final = 0.1
 MAX_PHRASE: Final = 3
 NEW_WEIGHTS: Final = (1.0, 1.5)
 DEFAULT_MAX: Final = 20
+MAX_RAISE: Final = 1.5
+"""A weight change never makes a term heavier than this, the heaviest a new term gets."""
 Origin = Literal["coach", "model"]
 EditKind = Literal["add", "reweight", "remove"]
 
@@ -343,20 +345,28 @@ class _Workbench:
                         twice.add((i, t))  # the same text in two languages of one intent: edit it by hand
                     where[(i, t)] = (str(language), w)
         culprits: dict[tuple[str, str, str], float] = {}
+        helpers: dict[tuple[str, str, str], float] = {}
         for r in self.rows:
-            if r.correct:
+            if r.correct and r.ruled:
                 continue
-            for term, _ in score(r.tokens, self.policy, self.matcher).matched[r.intent]:
-                base = term.split(" (", 1)[0]
-                if (r.intent, base) in where and (r.intent, base) not in twice:
-                    lang, weight = where[(r.intent, base)]
-                    culprits[(r.intent, lang, base)] = weight
+            matched = score(r.tokens, self.policy, self.matcher).matched
+            for intent in (r.label.intents if r.correct else (r.intent, *r.label.intents)):
+                for term, _ in matched[intent]:
+                    base = term.split(" (", 1)[0]
+                    if (intent, base) in where and (intent, base) not in twice:
+                        lang, weight = where[(intent, base)]
+                        (helpers if intent in r.label.intents else culprits)[(intent, lang, base)] = weight
         for (intent, lang, term), weight in sorted(culprits.items()):
             touched = tuple(self.index.touched(lang, term))
             support = -self._support(intent, touched)
             yield _Candidate(Edit("remove", intent, lang, term, None, weight), touched, support)
             if weight > 0.5:
                 yield _Candidate(Edit("reweight", intent, lang, term, weight / 2, weight), touched, support)
+        for (intent, lang, term), weight in sorted(helpers.items()):
+            if weight < MAX_RAISE:  # a term too light to route the rows that use it: twice as heavy
+                touched = tuple(self.index.touched(lang, term))
+                yield _Candidate(Edit("reweight", intent, lang, term, min(2 * weight, MAX_RAISE), weight), touched,
+                                 self._support(intent, touched))
 
 
 def _evidence(edit: Edit, outcomes: Iterable[tuple[_Row, str, bool]]) -> Suggestion:
