@@ -115,11 +115,15 @@ class Suggestion:
 
 def read_labelled(path: str | Path) -> list[LabelledRow]:
     """Labelled rows from a question set (YAML like the corpus, JSONL or CSV with `question` and
-    `intents`, optional `lang` and `origin`), or from `explain --json` / trace lines, whose model
-    routes count as model labels. A row that cannot be read is an error naming its line."""
+    `intents`, optional `lang` and `origin`, or a `model_label` column), or from `explain --json`
+    documents and `--trace-out` traces (JSONL, one a line, or one `.json` file), whose model routes
+    count as model labels: weaker evidence than a coach's. A row that cannot be read is an error
+    naming its line."""
     p = file_path(path, "a labelled log")
     if p.suffix.lower() in (".jsonl", ".ndjson"):
         return _jsonl_labelled(p)
+    if p.suffix.lower() == ".json":
+        return _json_labelled(p)
     questions = read_questions(p)
     if questions.skipped:
         row, why = questions.skipped[0]
@@ -146,8 +150,24 @@ def _jsonl_labelled(p: Path) -> list[LabelledRow]:
     return _non_empty(out, p)
 
 
-def _row_of(obj: Mapping[str, Any], line_no: int, p: Path) -> LabelledRow | None:
-    where = f"{p}: line {line_no}"
+def _json_labelled(p: Path) -> list[LabelledRow]:
+    """One `explain --json` document or `--trace-out` trace, or a JSON list of them."""
+    doc = parse_json(read_text(p, MAX_FILE_BYTES, expected="a labelled log", strip_bom=True), str(p))
+    docs = doc if isinstance(doc, list) else [doc]
+    out = []
+    for n, obj in enumerate(docs, 1):
+        if not isinstance(obj, dict):
+            raise InputError(f"{p}: item {n}: expected a JSON object, got {type(obj).__name__}")
+        row = _row_of(obj, n, p, "item")
+        if row is not None:
+            out.append(row)
+    return _non_empty(out, p)
+
+
+def _row_of(obj: Mapping[str, Any], line_no: int, p: Path, unit: str = "line") -> LabelledRow | None:
+    where = f"{p}: {unit} {line_no}"
+    if isinstance(obj.get("decision"), Mapping) and "question" not in obj:  # a trace: the decision it holds
+        obj = obj["decision"]
     question = obj.get("question", obj.get("q"))
     if not isinstance(question, str) or not question.strip():
         raise InputError(f"{where}: no question")
