@@ -343,9 +343,9 @@ class _Workbench:
                  for lang, terms in by_lang.items() for t in terms}
         for (intent, lang, _), forms in offers.items():
             term = min(forms, key=lambda t: (-forms[t], len(t), t))
-            # a word the vocabulary already reads (any intent, any language, or misspelt) is the
-            # vocabulary's business to weigh: its weight or removal is suggested, not a copy of it
-            if (intent, lang, term) in known or (" " not in term and self.matcher.find(tokenise(term))):
+            # a word the vocabulary already reads (any intent, any language) is the vocabulary's
+            # business to weigh: its weight or removal is suggested, not a copy of it
+            if (intent, lang, term) in known or (" " not in term and self._reads(term)):
                 continue
             touched = tuple(self.index.touched(lang, term))
             support = self._support(intent, touched)
@@ -353,6 +353,12 @@ class _Workbench:
                 continue
             for weight in weights:
                 yield _Candidate(Edit("add", intent, lang, term, weight), touched, support)
+
+    def _reads(self, word: str) -> bool:
+        """Whether the vocabulary reads this word as a term of its own. A word it reads only as a
+        guess (a misspelling of a term, a compound holding one) may get its own term, which ends
+        the guess: once "corked" is a term, it is no longer read as a misspelt "cooked"."""
+        return any(" (" not in e.term for e in self.matcher.find(tokenise(word)))
 
     def _removals(self) -> Iterable[_Candidate]:
         """A term that pushed a row to a wrong intent: removed, or at half its weight."""

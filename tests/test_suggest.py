@@ -85,6 +85,16 @@ class TestSuggest:
                          ("still the same when i do it", ["injury"])])
         assert not [s for s in suggest(labelled, thin) if s.edit.term in {"still", "when", "it", "is", "the"}]
 
+    def test_a_word_read_only_as_a_misspelling_can_get_its_own_term(self, policy: Policy) -> None:
+        vocabulary: dict[str, Any] = {i: {lang: dict(t) for lang, t in by.items()} for i, by in MINI_VOCABULARY.items()}
+        vocabulary["recovery"]["en"]["cooked"] = 1.0  # "I'm cooked": exhausted
+        misread = with_vocabulary(policy, vocabulary)
+        labelled = rows([("corked my thigh again", ["injury"]), ("corked quad, ice or not", ["injury"])])
+        assert all(route(r.question, misread, None).intent == "recovery" for r in labelled)  # corked ~ cooked
+        top = suggest(labelled, misread, limit=1)[0]
+        assert (top.edit.kind, top.edit.intent, top.edit.term) == ("add", "injury", "corked")
+        assert sorted(top.fixes) == [1, 2]
+
     def test_a_models_label_counts_half(self, thin: Policy) -> None:
         found = suggest(rows(HAMSTRING, origin="model"), thin, limit=1)
         assert found[0].edit.term == "hamstring" and found[0].gain == pytest.approx(2.0)
