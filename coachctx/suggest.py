@@ -287,7 +287,11 @@ class _Workbench:
     def measure(self, c: _Candidate) -> Suggestion:
         """The edit's evidence with the edit compiled into the matcher: what routing would do."""
         e = c.edit
-        matcher = self.matcher.without_term(e.intent, e.term) if e.kind != "add" else self.matcher
+        # a heavier copy of a stemmed term takes its place when compiled in, so only a lighter one,
+        # or a Han/Kana or Hangul one, needs the term taken out first (a pass over the whole table)
+        replaces = e.kind == "add" or (LANGUAGES[e.language] not in ("substring", "prefix")
+                                       and (e.weight or 0.0) > (e.old_weight or 0.0))
+        matcher = self.matcher if replaces else self.matcher.without_term(e.intent, e.term)
         if e.weight is not None:
             matcher = matcher.with_term(e.intent, e.language, e.term, e.weight)
         outcomes = [(self.rows[i], *_outcome(self.rows[i].tokens, self.policy, matcher)[1:]) for i in c.touched]
