@@ -5,10 +5,13 @@ From rows labelled with the intents that would have been right (a coach's label,
 which counts as weaker evidence), `suggest` proposes policy edits: a new term (a word or a two- or
 three-word phrase of the question, in its own script, filed under the row's language) for an
 intent, a weight change, or removing a term that routes rows wrong. Each suggestion carries its
-evidence, measured with the edit applied, not guessed: the rows it fixes, the rows it breaks, the
-rows it moves from the model to the rules (or back), and the lint findings it would add. Nothing
-that breaks as much as it fixes is suggested. Routing is judged as without a model: a question
-the rules are unsure of takes the keyword fallback, the route `select()` takes with no model.
+evidence, measured with the edit compiled into the matcher: the rows it fixes, the rows it breaks,
+the rows it moves from the model to the rules (or back), and the lint findings it would add (every
+candidate is first estimated from the rows' scores, and only the most promising are measured).
+Nothing that breaks as much as it fixes is suggested. Routing is judged as without a model: a
+question the rules are unsure of takes the keyword fallback, the route `select()` takes with no
+model. `learn` applies suggestions until none gains, then adds light terms for the words an
+intent's rows share, so that the next question is routed too (`make bench`, section 3c).
 """
 
 from __future__ import annotations
