@@ -9,6 +9,7 @@ from typing import Any
 
 from bench.corpus import summary as corpus_summary
 from bench.measure import AppResult, BudgetRow, GrowthPoint, ImpactResult, QualityRow, Timing, TokenRow
+from bench.suggest import METHOD, SuggestResult, summary_lines
 
 ORIGINAL = {"selected": 259, "naive": 416, "saving": 0.377}
 """The original design's figure, measured on its own small payloads."""
@@ -281,6 +282,23 @@ def corpus_section(halves: Mapping[str, Sequence[QualityRow]], baselines: Mappin
             [r.question.replace("|", "/"), r.lang, "/".join(r.intents), r.intent,
              r.source + (f" ({r.fallback_reason})" if r.fallback_reason else ""), f"{r.needs_met}/{len(r.needs)}"]
             for r in misses]) if misses else ["(none)"]),
+    ]
+
+
+def suggest_section(result: SuggestResult) -> list[str]:
+    kinds = result.edit_kinds()
+    return [
+        "## 3c. Learning vocabulary from labelled questions: a thinned policy, then `learn` on the tune half",
+        "",
+        f"{METHOD.strip()} "
+        f"`learn` made {len(result.edits):,} edits ({', '.join(f'{n:,} {k}' for k, n in sorted(kinds.items()))}) "
+        f"from {result.tune_rows} tune rows in {result.learn_seconds:.1f} s (one core). *Gap recovered*: "
+        "(learned - thinned) / (full - thinned) route accuracy.",
+        "",
+        *table(["half", "policy", "terms", "route accuracy", "decided by rules"], summary_lines(result)),
+        "",
+        f"Gap recovered on the **test half: {pct(result.recovered('test'))}**; on the tune half it learned from: "
+        f"{pct(result.recovered('tune'))}. The difference is what learning bought that does not generalise.",
     ]
 
 

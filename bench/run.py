@@ -37,10 +37,12 @@ from bench.report import (
     quality_section,
     quality_summary,
     speed_section,
+    suggest_section,
     table,
     token_section,
     token_summary,
 )
+from bench.suggest import measure_suggest
 from bench.workload import DEV_QUESTIONS, ROOT, dev_rows, sample_bundles
 from coachctx.engine.fragments import FRAGMENTS
 from coachctx.engine.policy import DEFAULT_POLICY_PATH, load_policy
@@ -128,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     by_language = {lang: ([d for d in decided["test"] if d.lang == lang],
                           baseline_median([r for r in halves["test"] if r.lang == lang], recorded))
                    for lang in sorted({r.lang for r in halves["test"]})}
+    step("suggest: learn from the corpus tune half, starting from a thinned policy")
+    learned = measure_suggest(policy, bundles)
     step("speed: pipeline")
     unseen = [r.q for split in ("tune", "test") for r in halves[split]]
     pipeline = measure_pipeline_speed(rows, bundles, policy, n_cold=int(1000 * scale), n_warm=int(5000 * scale),
@@ -168,6 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         *([f"corpus {split} half: route accuracy / needs recall / in-domain matching nothing",
            f"{pct(c['route_accuracy'])} / {pct(c['needs_recall'])} / {pct(c['matched_nothing_in_domain'])}"]
           for split in ("test", "tune") for c in [corpus_summary(decided[split])]),
+        ["thinned policy: test-half accuracy gap recovered by learning on tune",
+         f"{pct(learned.recovered('test'))} ({pct(learned.figure('test', 'thinned', 'route_accuracy'))} -> "
+         f"{pct(learned.figure('test', 'learned', 'route_accuracy'))}; full "
+         f"{pct(learned.figure('test', 'full', 'route_accuracy'))}; learn {learned.learn_seconds:.0f} s)"],
         ["corpus test half: median prompt (before issue 8)",
          f"{corpus_summary(decided['test'])['median_prompt']:.0f} ({baselines['test']:.0f})"],
         ["decisions/s, full pipeline (cold tokens)", f"{full.per_second:,.0f} (p50 {full.p50_ms:.2f} ms, "
@@ -202,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *growth_section(growth, pngs, grow.__doc__ or ""), "",
         *quality_section(quality), "",
         *corpus_section(decided, baselines, by_language, BASELINE_COMMIT), "",
+        *suggest_section(learned), "",
         *speed_section(pipeline, impact, app, pinned, load_before[0], os.cpu_count() or 1), "",
         *budget_section(budget, growth, hand_total), "",
         *machine_section(info), "",
