@@ -29,28 +29,28 @@ from coachctx.engine.policy import INTENTS, SCOPES, Policy
 from coachctx.engine.services import Bundle
 
 # Floors at what the test half has reached (2026-12-03, second session: route 94.2%, needs 98.3%,
-# in-domain matching nothing 2.9%, median prompt +23.5%; 2026-12-04: route 94.5%, needs 98.3%, 2.4%,
+# in-domain matching nothing 2.9%, median prompt +23.5%; 2026-12-04: route 95.3%, needs 98.6%, 1.9%,
 # +23.2%); issue 8's targets are 93% / 98% / 3% / +15%. Only ever raised.
-MIN_ROUTE_ACCURACY = 0.94
-MIN_NEEDS_RECALL = 0.98
-MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
+MIN_ROUTE_ACCURACY = 0.95
+MIN_NEEDS_RECALL = 0.985
+MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
 MAX_PROMPT_GROWTH = 0.25
 
 # The hold-out set (corpus/holdout.yaml) was written after the second session's vocabulary work. At
 # the start of that session's work it scored route 92.3%, needs 96.7%, 3.7% in-domain matching
 # nothing; 93.5% / 98.0% / 3.0% after. Its misses were read on 2026-12-04 (tuning data since):
-# 94.9% / 98.3% / 1.9% after that day's changes. Only ever raised.
+# 94.9% / 98.4% / 1.5% after that day's changes. Only ever raised.
 HOLDOUT_MIN_ROUTE_ACCURACY = 0.94
 HOLDOUT_MIN_NEEDS_RECALL = 0.98
-HOLDOUT_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
+HOLDOUT_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
 
 # The second hold-out set (corpus/holdout2.yaml) was written on 2026-12-04 after the first was read,
 # and is only measured. Measured before any of that day's vocabulary additions (figures only, with
 # the writers' labels): route 92.8%, needs 98.2%. Settled labels, after that day's changes: route
-# 94.4%, needs 98.1%, in-domain matching nothing 2.0%. Floors there; only raised.
+# 94.8%, needs 98.1%, in-domain matching nothing 1.8%. Floors there; only raised.
 HOLDOUT2_MIN_ROUTE_ACCURACY = 0.94
 HOLDOUT2_MIN_NEEDS_RECALL = 0.98
-HOLDOUT2_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
+HOLDOUT2_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
 
 REQUIRED_LANGUAGES = ("nl", "pl", "tr", "sv", "da", "no", "fi", "el", "ar", "hi", "id", "vi")
 
