@@ -43,6 +43,7 @@ from coachctx.playground.impact_view import (
     differences_frame,
     impact_frame,
     impact_metrics_frame,
+    impact_row,
     parse_question_upload,
     trace_fragments_frame,
 )
@@ -87,6 +88,7 @@ from coachctx.playground.reply import (
 )
 from coachctx.playground.url_state import (
     MAX_URL_BUDGET,
+    TAB_NAMES,
     URL_KEYS,
     VIEW_KEYS,
     ViewState,
@@ -127,6 +129,7 @@ from coachctx.playground.words import (
     athlete_label,
     decision_summary,
     explain_fragment,
+    fragment_row,
     fragment_title,
     fragments_frame,
     matched_terms_frame,
@@ -154,6 +157,7 @@ __all__ = [
     "NOTE_CODES",
     "NOTE_LABELS",
     "explain_fragment",
+    "fragment_row",
     "fragments_frame",
     "scores_frame",
     "matched_terms_frame",
@@ -218,6 +222,7 @@ __all__ = [
     "confusion_frame",
     "IMPACT_PAIRS",
     "impact_frame",
+    "impact_row",
     "changed_cells",
     "decision_trace_json",
     "trace_fragments_frame",
@@ -226,6 +231,7 @@ __all__ = [
     "URL_KEYS",
     "VIEW_KEYS",
     "MAX_URL_BUDGET",
+    "TAB_NAMES",
     "clean_text",
     "cleaned",
     "encode_view",

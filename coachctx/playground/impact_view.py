@@ -21,8 +21,6 @@ from coachctx.services import Bundle
 from coachctx.trace import make_trace
 
 MAX_QUESTIONS_UPLOAD_BYTES: Final = 5 * 1024 * 1024
-
-
 """An uploaded question set larger than this is refused before it is decoded (~50,000 rows)."""
 
 
@@ -93,6 +91,21 @@ def impact_frame(report: ImpactReport, *, changed_only: bool) -> pd.DataFrame:
     """One row per question: each policy's intent, selection and tokens, and what changed."""
     columns = ["row", "question", "athlete", *[c for pair in IMPACT_PAIRS for c in pair], "changes"]
     return pd.DataFrame(report.table(changed_only), columns=columns)
+
+
+def impact_row(row: Mapping[str, Any]) -> tuple[str, str]:
+    """One question of an impact report as an expandable row: the question and its intents as a
+    title; inside, the question and what changed in full, and what each policy sends."""
+    question = str(row["question"])
+    short = question if len(question) <= 70 else question[:69] + "…"
+    intents = row["base_intent"] if row["base_intent"] == row["candidate_intent"] else \
+        f"{row['base_intent']} → {row['candidate_intent']}"
+    title = f"row {row['row']} · {short} — {intents}"
+    body = (f"**Question:** {question}  \n**Athlete:** {row['athlete']}  \n"
+            f"**What changed:** {row['changes'] or 'nothing'}  \n"
+            f"**Base sends** ({row['base_tokens']} tokens): {row['base_selected'] or 'nothing'}  \n"
+            f"**Candidate sends** ({row['candidate_tokens']} tokens): {row['candidate_selected'] or 'nothing'}")
+    return title, body
 
 
 def changed_cells(row: Mapping[str, Any]) -> set[str]:

@@ -22,8 +22,6 @@ from coachctx.policy import (
 from coachctx.policy_diff import PolicyDiff
 
 MAX_IMPORT_BYTES: Final = MAX_POLICY_BYTES
-
-
 """An imported policy file larger than this is refused before it is decoded."""
 
 

@@ -31,14 +31,10 @@ from coachctx.errors import CoachctxError, InputError
 from coachctx.text import tokenise
 
 REPLY_TIMEOUT_S: Final = 60.0
-
-
 """How long the endpoint may stay silent while a reply streams (`COACHCTX_REPLY_TIMEOUT`)."""
 
 
 REPLY_DEADLINE_S: Final = 300.0
-
-
 """The longest a whole reply may take, however steadily it trickles in."""
 
 
@@ -142,14 +138,10 @@ class ReplyError(CoachctxError):
 
 
 MAX_REPLY_CHARS: Final = 20_000
-
-
 """The most of a reply kept: far beyond any intent's `max_words`, far below what fills a page."""
 
 
 MAX_REPLY_BYTES: Final = 8 * 1024 * 1024
-
-
 """The most read of one reply stream (chunk framing included)."""
 
 

@@ -24,17 +24,20 @@ class ViewState:
     policy_digest: str | None = None
     draft_id: str | None = None
     """The edited draft kept in the policy store under this id: a reload restores it."""
+    tab: str = "decision"
+    """The open tab, by its short name (`TAB_NAMES`)."""
 
 
-URL_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "policy", "draft")
-
-
-VIEW_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs")
-
-
+URL_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "tab", "policy", "draft")
+VIEW_KEYS: Final = ("q", "athlete", "scope", "tier", "budget", "costs", "tab")
 """The parameters Back and Forward restore (the policy and the draft are not history)."""
 
 
+TAB_NAMES: Final[Mapping[str, str]] = {
+    "decision": "Decision", "prompt": "Prompt & reply", "policy": "Policy editor", "versions": "Versions",
+    "impact": "Impact", "trace": "Reproduce a trace",
+}
+"""Each tab's short name in the address bar, and its label on the page, in order."""
 MAX_URL_BUDGET: Final = 1_000_000
 
 
@@ -68,7 +71,7 @@ def encode_view(view: ViewState) -> dict[str, str]:
     when no draft id restores the policy itself (a digest that changes with every edit would
     add a history entry per keystroke)."""
     params = {"q": clean_text(view.question), "athlete": view.athlete, "scope": view.scope, "tier": view.tier,
-              "costs": view.cost_mode}
+              "costs": view.cost_mode, "tab": view.tab}
     if view.tier == "custom" and view.budget is not None:
         params["budget"] = str(view.budget)
     if view.draft_id:
@@ -95,7 +98,8 @@ def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Se
     one-line note. Never raises, whatever the parameters hold."""
     notes: list[str] = []
     out = dict(question=default.question, athlete=default.athlete, scope=default.scope, tier=default.tier,
-               budget=default.budget, cost_mode=default.cost_mode, policy_digest=None, draft_id=None)
+               budget=default.budget, cost_mode=default.cost_mode, policy_digest=None, draft_id=None,
+               tab=default.tab)
 
     def take(key: str, field: str, allowed: Sequence[str], what: str) -> None:
         value = _param(params, key)
@@ -118,6 +122,7 @@ def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Se
     take("scope", "scope", SCOPE_REQUESTS, "time horizon")
     take("tier", "tier", [*tiers, "custom"], "tier")
     take("costs", "cost_mode", COST_MODES, "cost mode")
+    take("tab", "tab", list(TAB_NAMES), "tab")
     budget = _param(params, "budget")
     if budget is not None:
         if _BUDGET.match(budget) and int(budget) <= MAX_URL_BUDGET:

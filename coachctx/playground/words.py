@@ -186,6 +186,22 @@ def fragments_frame(d: Decision) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def fragment_row(f: FragmentDecision, d: Decision) -> tuple[str, str]:
+    """One fact as an expandable row: a one-line title (status, the fact, its role and cost) and,
+    inside, everything the table's narrow columns cut: why in full, the line sent, both costs,
+    the reason codes and the technical names."""
+    mark = "✔ sent" if f.status == "selected" else "✘ withheld"
+    title = f"{mark} · {FRAGMENT_TITLES.get(f.name, f.name)} — {ROLE_LABELS.get(f.role, f.role)}, {f.cost} tokens"
+    line = f.line if f.line is not None else "— (the service supplied no data)"
+    codes = ", ".join(f"`{r['code']}`" for r in f.reasons) or "none"
+    body = (f"**Why:** {explain_fragment(f, d)}  \n"
+            f"**Line sent to the model:** {line}  \n"
+            f"**Cost:** {f.cost_hand} tokens estimated (`hand`), {f.cost_measured} measured (`measured`); the budget "
+            f"counted {d.tokens['cost_mode']}  \n"
+            f"**Reason codes:** {codes} · **service:** `{f.service}` · **fragment:** `{f.name}`")
+    return title, body
+
+
 def scores_frame(d: Decision) -> pd.DataFrame:
     """One row per intent: keyword score, the terms that matched, and its standing."""
     intent = d.intent

@@ -11,6 +11,7 @@ from coachctx.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.playground.ui.cache import bundle_for, secrets_settings, upstream
 from coachctx.playground.ui.callbacks import use_example
 from coachctx.playground.ui.state import Policies, StoreView
+from coachctx.playground.ui.url import open_tab
 
 
 def render_inputs(policies: Policies) -> pg.ViewState:
@@ -55,7 +56,7 @@ def render_inputs(policies: Policies) -> pg.ViewState:
                                   "shows both.")
     return pg.ViewState(question=ss.get("question") or "", athlete=athlete, scope=scope or "auto",
                         tier=tier or tiers[0], budget=budget, cost_mode=cost_mode or "hand",
-                        policy_digest=policies.working.digest, draft_id=ss.get("draft_id"))
+                        policy_digest=policies.working.digest, draft_id=ss.get("draft_id"), tab=open_tab())
 
 
 def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -> pg.ModelConfig | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import streamlit as st
 
@@ -32,22 +32,30 @@ PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro'
             "[data-testid='stMultiSelect'] .react-aria-ComboBox > div > div:first-child {flex-wrap: wrap; "
             "height: auto; max-height: none; overflow: visible;}"
             "[data-testid='stMultiSelect'] .react-aria-ComboBox > div {height: auto; max-height: none;}"
+            # the line numbers beside the YAML (tabs/policy.py keeps them in step with the text)
+            ".st-key-policy_yaml textarea {padding-left: 4.2em;}"
+            ".coachctx-gutter {position: absolute; left: 0; top: 0; bottom: 0; width: 3.4em; overflow: hidden; "
+            "white-space: pre; text-align: right; padding-right: 0.5em; box-sizing: border-box; z-index: 1; "
+            "color: rgba(49, 51, 63, 0.5); border-right: 1px solid rgba(49, 51, 63, 0.15); pointer-events: none; "
+            "user-select: none;}"
+            # the page's own scripts and styles take no room (an empty element still gets a gap)
+            "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > script:only-child), "
+            "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > style:only-child) {display: none;}"
             # each uploader states its limit once, in its label; Streamlit's line would state a second one
             "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
 
 
 TabRenderer = Callable[[Context], None]
-
-
-# Every tab, in order. Another tab is one more entry here.
-TABS: list[tuple[str, TabRenderer]] = [
-    ("Decision", tab_decision),
-    ("Prompt & reply", tab_prompt),
-    ("Policy editor", tab_policy),
-    ("Versions", tab_versions),
-    ("Impact", tab_impact),
-    ("Reproduce a trace", tab_trace),
-]
+# Every tab, in the order of `pg.TAB_NAMES` (its label and its name in the address). Another tab is
+# one more entry in both.
+TABS: Mapping[str, TabRenderer] = {
+    "decision": tab_decision,
+    "prompt": tab_prompt,
+    "policy": tab_policy,
+    "versions": tab_versions,
+    "impact": tab_impact,
+    "trace": tab_trace,
+}
 
 
 def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOrigin,
@@ -108,6 +116,9 @@ def main() -> None:
     st.html(UNSAVED_GUARD % ("true" if unsaved else "false"), unsafe_allow_javascript=True)
     ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
                   origin=origin)
-    for (_, render), tab in zip(TABS, st.tabs([name for name, _ in TABS]), strict=True):
-        with tab:
-            render(ctx)
+    # only the open tab is built: a rerun after a question change does not lay out the other five
+    tabs = st.tabs(list(pg.TAB_NAMES.values()), key="tab", on_change="rerun")
+    for render, tab in zip(TABS.values(), tabs, strict=True):
+        if tab.open:
+            with tab:
+                render(ctx)

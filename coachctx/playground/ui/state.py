@@ -85,6 +85,9 @@ class Context:
     origin: pg.PolicyOrigin
 
 
+KEPT_WIDGETS = ("policy_yaml", "author", "save_message", "ed_intent", "ed_scope", "impact_source")
+
+
 def restore_draft(draft_id: str, notes: list[str]) -> None:
     """A reload (or a link) names the draft kept in the policy store: bring it back. An id the
     store does not have is a session that never edited (or another installation's draft): the
@@ -124,6 +127,11 @@ def init_state(base_text: str, base: Policy) -> None:
         view, _ = pg.decode_view(dict(st.query_params), athletes=upstream().athletes(), tiers=[*base.tiers],
                                  default=current_view())
         apply_view(view)
+    # Only the open tab is laid out, and a widget not laid out in a run loses its state: the inputs
+    # of other tabs that hold work are written back (each has no default a rewrite would contradict).
+    for key in KEPT_WIDGETS:
+        if key in ss:
+            ss[key] = ss[key]
     # a pasted or typed lone surrogate would break every encoder downstream (hashing, JSON, the store)
     for key in ("question", "policy_yaml"):
         value = ss.get(key)

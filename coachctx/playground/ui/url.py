@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from urllib.parse import urlencode
+
 import streamlit as st
 
 from coachctx import playground as pg
@@ -18,7 +21,13 @@ def default_view(base: Policy) -> pg.ViewState:
 def current_view() -> pg.ViewState:
     ss = st.session_state
     return pg.ViewState(question=ss.get("question") or "", athlete=ss["athlete"], scope=ss["scope"], tier=ss["tier"],
-                        budget=ss.get("budget"), cost_mode=ss["cost_mode"])
+                        budget=ss.get("budget"), cost_mode=ss["cost_mode"], tab=open_tab())
+
+
+def open_tab() -> str:
+    """The open tab's short name (the tabs widget holds its label)."""
+    label = st.session_state.get("tab")
+    return next((name for name, shown in pg.TAB_NAMES.items() if shown == label), "decision")
 
 
 def apply_view(view: pg.ViewState) -> None:
@@ -30,6 +39,7 @@ def apply_view(view: pg.ViewState) -> None:
     ss["tier"] = view.tier
     ss["budget"] = view.budget if view.budget is not None else ss.get("budget", 200)
     ss["cost_mode"] = view.cost_mode
+    ss["tab"] = pg.TAB_NAMES[view.tab]
 
 
 def url_view_params() -> dict[str, str]:
@@ -45,11 +55,21 @@ def navigated() -> bool:
     return url_view_params() != {k: v for k, v in written.items() if k in pg.VIEW_KEYS}
 
 
+# The first screen's address replaces the one the browser opened instead of adding an entry
+# after it: that entry shows the same view, so the first Back would change nothing.
+REPLACE_ADDRESS = "<script>window.history.replaceState(window.history.state, '', %s);</script>"
+
+
 def write_query_params(view: pg.ViewState) -> None:
     """Keep the address bar on this view. Streamlit adds a history entry per change, and Back
-    reruns the page with the older entry, which `init_state` puts back into the inputs."""
+    reruns the page with the older entry, which `init_state` puts back into the inputs; the
+    first run's address replaces the opened one (Streamlit would add an entry)."""
     wanted = pg.encode_view(view)
     current = {k: st.query_params.get(k) for k in pg.URL_KEYS if st.query_params.get(k) is not None}
     if current != wanted:
-        st.query_params.from_dict(wanted)
+        if st.session_state.get("url_written") is None:
+            address = "?" + urlencode(wanted)
+            st.html(REPLACE_ADDRESS % json.dumps(address), unsafe_allow_javascript=True)
+        else:
+            st.query_params.from_dict(wanted)
     st.session_state["url_written"] = wanted

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from coachctx import playground as pg
+from coachctx.decision import Decision
 from coachctx.playground.ui.cache import bundle_for
 from coachctx.playground.ui.state import Context
 
@@ -15,6 +16,14 @@ def tab_decision(ctx: Context) -> None:
     if d is None:
         st.info(ctx.decision_error or "Type a question above to see the decision.")
         return
+    render_headline(d)
+    render_routing(d)
+    render_selection(d)
+    render_download(d, ctx)
+
+
+def render_headline(d: Decision) -> None:
+    """What a coach reads first: how it was decided, the counts, what is sent and withheld, the audit."""
     i = d.intent
     st.markdown(pg.routing_headline(d))
     m = st.columns(5)
@@ -37,10 +46,13 @@ def tab_decision(ctx: Context) -> None:
     else:
         st.success("Audit: no warnings for this decision.", icon=":material/verified:")
 
+
+def render_routing(d: Decision) -> None:
+    i = d.intent
     st.subheader("1 · Routing: which intent is this question?")
     left, right = st.columns([3, 2])
     with left:
-        st.altair_chart(pg.routing_chart(d), width="stretch")
+        st.vega_lite_chart(spec=pg.routing_chart(d), width="stretch")
         st.caption(f"Confident only if the top score ≥ threshold {i['threshold']:g} (red line) and it leads the "
                    f"runner-up by ≥ margin {i['required_margin']:g} (a runner-up inside the orange band means unsure).")
     with right:
@@ -69,6 +81,9 @@ def tab_decision(ctx: Context) -> None:
         else:
             st.markdown("**Time horizon:** none — no scope words in the question, so no scope modifiers apply")
 
+
+
+def render_selection(d: Decision) -> None:
     st.subheader("2 · Selection: what the model sees, and why")
     st.markdown(f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
                 f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{pg.COST_LABELS.get(d.tokens['cost_mode'], d.tokens['cost_mode'])}** "
@@ -85,8 +100,32 @@ def tab_decision(ctx: Context) -> None:
         st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
                               for f in withheld) or "_nothing_")
 
-    st.markdown("**All eleven facts** — status and why first; scroll right for costs, the line sent and the "
-                "technical names")
+    st.markdown("**All eleven facts**, one per row — open a row for why in full, the line sent, both costs and "
+                "the technical names")
+    with st.container(key="fact_rows"):
+        for f in d.fragments:
+            title, body = pg.fragment_row(f, d)
+            with st.expander(title):
+                st.markdown(body)
+    with st.expander("The same as a table (sortable; scroll right for every column)"):
+        render_fragments_table(d)
+    with st.expander("Services for this athlete"):
+        st.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
+
+
+def render_download(d: Decision, ctx: Context) -> None:
+    budget = ctx.view.budget if ctx.view.tier == "custom" else None
+    st.download_button(
+        "Download this decision as a trace", key="download_trace", icon=":material/download:", on_click="ignore",
+        data=pg.decision_trace_json(d, bundle_for(d.athlete), cost_mode=d.tokens["cost_mode"], budget=budget),
+        file_name=f"coachctx-trace-{d.athlete}-{d.policy['digest']}.json", mime="application/json")
+    version = d.policy.get("version")
+    st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
+               f"as `{d.policy['source']}`" + (f", stored version {version}" if version else "")
+               + f" (fingerprint `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
+
+
+def render_fragments_table(d: Decision) -> None:
     frame = pg.fragments_frame(d)
     st.dataframe(
         frame.style.apply(_status_colors, axis=1), hide_index=True, width="stretch", key="fragments_table",
@@ -97,8 +136,7 @@ def tab_decision(ctx: Context) -> None:
                                                 help="The fact in plain words; its technical (fragment) name is "
                                                      "in the last column"),
             "status": st.column_config.TextColumn("status", width="small"),
-            "why": st.column_config.TextColumn("why", width="large",
-                                               help="The full sentences are in the lists above"),
+            "why": st.column_config.TextColumn("why", width="large", help="In full in the rows above"),
             "role": st.column_config.TextColumn("role", help="primary: always sent when available; secondary: "
                                                              "sent while the tier's budget lasts"),
             "cost": st.column_config.NumberColumn("cost", help=f"Tokens the budget counted ({d.tokens['cost_mode']})"),
@@ -110,18 +148,6 @@ def tab_decision(ctx: Context) -> None:
             "fragment": st.column_config.TextColumn("fragment (technical name)"),
         },
     )
-    with st.expander("Services for this athlete"):
-        st.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
-
-    budget = ctx.view.budget if ctx.view.tier == "custom" else None
-    st.download_button(
-        "Download this decision as a trace", key="download_trace", icon=":material/download:", on_click="ignore",
-        data=pg.decision_trace_json(d, bundle_for(d.athlete), cost_mode=d.tokens["cost_mode"], budget=budget),
-        file_name=f"coachctx-trace-{d.athlete}-{d.policy['digest']}.json", mime="application/json")
-    version = d.policy.get("version")
-    st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
-               f"as `{d.policy['source']}`" + (f", stored version {version}" if version else "")
-               + f" (fingerprint `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
 
 
 def _status_colors(row: pd.Series) -> list[str]:

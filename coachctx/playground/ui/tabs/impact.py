@@ -120,6 +120,20 @@ def render_impact(report: ImpactReport) -> None:
     m[4].metric("Skipped rows", s["skipped"])
     for note in report.notes:
         st.info(note)
+    render_metrics(report)
+    render_questions(report)
+    if report.skipped:
+        with st.expander(f"{len(report.skipped)} row(s) skipped, and why"):
+            st.dataframe(pd.DataFrame(report.skipped, columns=["row", "why"]), hide_index=True, width="stretch",
+                         key="impact_skipped")
+    st.download_button("Download the report (JSON)", key="impact_download", on_click="ignore",
+                       data=json.dumps(report.to_json(), ensure_ascii=False, indent=2),
+                       file_name=f"coachctx-impact-{report.base_digest}-{report.candidate_digest}.json",
+                       mime="application/json", icon=":material/download:")
+
+
+def render_metrics(report: ImpactReport) -> None:
+    """Accuracy, recall and tokens per policy, and where each routed the labelled rows."""
     st.markdown("**Per policy**")
     st.dataframe(pg.impact_metrics_frame(report), hide_index=True, width="stretch", key="impact_metrics")
     b, c = report.base_metrics, report.candidate_metrics
@@ -141,12 +155,32 @@ def render_impact(report: ImpactReport) -> None:
     else:
         st.caption("No row carries intent labels, so there is no accuracy or confusion table.")
 
+
+ROWS_PER_PAGE = 25
+
+
+def render_questions(report: ImpactReport) -> None:
+    """Each question as an expandable row (its full text and what changed), a page at a time, and
+    the same as a table."""
     changed_only = st.toggle("Show changed questions only", value=True, key="impact_changed_only")
     frame = pg.impact_frame(report, changed_only=changed_only)
-    st.markdown(f"**Questions** ({len(frame)} shown; changed cells highlighted)")
     if frame.empty:
         st.success("No question decides differently under the candidate." if changed_only else "No questions.")
-    else:
+        return
+    pages = -(-len(frame) // ROWS_PER_PAGE)
+    page = 1
+    if pages > 1:
+        page = int(st.number_input(f"Page (of {pages}, {ROWS_PER_PAGE} questions each)", min_value=1,
+                                   max_value=pages, step=1, key=f"impact_page.{pages}"))
+    first = (page - 1) * ROWS_PER_PAGE
+    st.markdown(f"**Questions** {first + 1}–{min(first + ROWS_PER_PAGE, len(frame))} of {len(frame)} — open a row "
+                "for the question and what changed in full")
+    with st.container(key="impact_rows"):
+        for row in frame.iloc[first:first + ROWS_PER_PAGE].to_dict("records"):
+            title, body = pg.impact_row(row)
+            with st.expander(title):
+                st.markdown(body)
+    with st.expander(f"All {len(frame)} as a table (changed cells highlighted; sortable)"):
         st.dataframe(frame.style.apply(_highlight_changes, axis=1), hide_index=True, width="stretch",
                      key="impact_table",
                      column_order=["question", "changes", "base_intent", "candidate_intent", "base_tokens",
@@ -158,11 +192,3 @@ def render_impact(report: ImpactReport) -> None:
                          "candidate_selected": st.column_config.TextColumn("candidate sends", width="medium"),
                          "base_tokens": "base tokens", "candidate_tokens": "candidate tokens",
                          "changes": st.column_config.TextColumn("what changed", width="large")})
-    if report.skipped:
-        with st.expander(f"{len(report.skipped)} row(s) skipped, and why"):
-            st.dataframe(pd.DataFrame(report.skipped, columns=["row", "why"]), hide_index=True, width="stretch",
-                         key="impact_skipped")
-    st.download_button("Download the report (JSON)", key="impact_download", on_click="ignore",
-                       data=json.dumps(report.to_json(), ensure_ascii=False, indent=2),
-                       file_name=f"coachctx-impact-{report.base_digest}-{report.candidate_digest}.json",
-                       mime="application/json", icon=":material/download:")

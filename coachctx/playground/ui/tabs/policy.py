@@ -16,25 +16,69 @@ from coachctx.playground.ui.tabs.policy_form import render_policy_form
 from coachctx.policy import Policy
 from coachctx.policy_diff import diff_policies
 
+# Line numbers beside the YAML (a text area has none): a gutter kept in step with the text's
+# lines and scrolling, so the line a problem names can be found. Set up once per page.
+LINE_NUMBERS = """<script>
+if (!window.coachctxLineNumbers) {
+  window.coachctxLineNumbers = true;
+  const sync = () => {
+    const area = document.querySelector(".st-key-policy_yaml textarea");
+    if (!area) return;
+    const box = area.parentElement;
+    let gutter = box.querySelector(":scope > .coachctx-gutter");
+    if (!gutter) {
+      gutter = document.createElement("div");
+      gutter.className = "coachctx-gutter";
+      gutter.setAttribute("aria-hidden", "true");
+      box.style.position = "relative";
+      box.insertBefore(gutter, area);
+      area.addEventListener("scroll", () => { gutter.scrollTop = area.scrollTop; });
+    }
+    const style = getComputedStyle(area);
+    for (const p of ["fontFamily", "fontSize", "lineHeight", "paddingTop", "paddingBottom"]) gutter.style[p] = style[p];
+    const lines = String(area.value.split("\\n").length);
+    if (gutter.dataset.lines !== lines) {
+      gutter.textContent = Array.from({length: Number(lines)}, (_, i) => i + 1).join("\\n");
+      gutter.dataset.lines = lines;
+    }
+    gutter.scrollTop = area.scrollTop;
+  };
+  setInterval(sync, 250);
+  document.addEventListener("input", sync, true);
+}
+</script>"""
+
 
 def tab_policy(ctx: Context) -> None:
-    p = ctx.policies
     st.markdown("Edit the policy here; the decision view follows every **valid** draft. An invalid draft never "
                 "replaces the policy in use. The form changes only the lines it edits: the YAML's comments stay.")
     form, text = st.columns([1, 1.3], gap="large")
     with text:
-        st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
-        if p.draft.ok and p.draft.policy is not None:
-            st.success(f"Valid · fingerprint `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
-        else:
-            st.error(f"This draft has {len(p.draft.problems)} problem(s), so the decision still uses the last valid "
-                     f"policy (fingerprint `{p.working.digest}`). Fix:")
-            render_problems(p.draft.problems, p.draft_text)
-        render_lint(p.draft.policy)
-        st.button("Reset the draft to the checked-in policy", on_click=reset_draft, key="reset_draft")
+        render_editor(ctx)
     with form:
-        render_policy_form(p.draft_text)
+        render_policy_form(ctx.policies.draft_text)
+    render_draft_diff(ctx)
+    render_export_import(ctx)
 
+
+def render_editor(ctx: Context) -> None:
+    """The draft's YAML with line numbers, whether it is valid (and where not), and its lint."""
+    p = ctx.policies
+    st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
+    st.html(LINE_NUMBERS, unsafe_allow_javascript=True)
+    if p.draft.ok and p.draft.policy is not None:
+        st.success(f"Valid · fingerprint `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
+    else:
+        st.error(f"This draft has {len(p.draft.problems)} problem(s), so the decision still uses the last valid "
+                 f"policy (fingerprint `{p.working.digest}`). Fix:")
+        render_problems(p.draft.problems, p.draft_text)
+    render_lint(p.draft.policy)
+    st.button("Reset the draft to the checked-in policy", on_click=reset_draft, key="reset_draft")
+
+
+def render_draft_diff(ctx: Context) -> None:
+    """What the draft changes against the version it came from (or the checked-in policy)."""
+    p = ctx.policies
     reference, reference_text, reference_name = p.checked_in, p.checked_in_text, "the checked-in policy"
     base = st.session_state.get("draft_base")
     loaded = ctx.store.version(base) if base is not None else None
@@ -63,6 +107,9 @@ def tab_policy(ctx: Context) -> None:
         with st.expander("Line diff"):
             st.code(diff, language="diff")
 
+
+def render_export_import(ctx: Context) -> None:
+    p = ctx.policies
     st.subheader("Export and import")
     ex, im = st.columns(2)
     with ex:
