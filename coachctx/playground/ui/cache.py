@@ -47,6 +47,13 @@ def policy_from_text(text: str) -> Policy:
     return parse_policy(text)
 
 
+@st.cache_resource(max_entries=16)
+def draft_check(text: str) -> pg.DraftCheck:
+    """The draft validated once per distinct text, a bad one too (its problems), so a rerun that
+    did not change the draft parses nothing. Parsing uses libyaml's C loader where installed."""
+    return pg.check_draft(text, policy_from_text)
+
+
 @st.cache_resource(max_entries=8)
 def classifier_for(_config: pg.ModelConfig, cache_key: tuple[str, ...]) -> OpenAIClassifier:
     return OpenAIClassifier(api_key=_config.api_key, base_url=_config.base_url, model=_config.model,

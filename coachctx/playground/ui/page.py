@@ -14,7 +14,7 @@ from coachctx.playground.ui.inputs import render_inputs, render_sidebar
 from coachctx.playground.ui.state import Context, Policies, keep_draft, load_policies, load_store, origin_of
 from coachctx.playground.ui.tabs.decision import tab_decision
 from coachctx.playground.ui.tabs.impact import tab_impact
-from coachctx.playground.ui.tabs.policy import tab_policy
+from coachctx.playground.ui.tabs.policy import LINE_NUMBERS, tab_policy
 from coachctx.playground.ui.tabs.prompt import tab_prompt
 from coachctx.playground.ui.tabs.trace import tab_trace
 from coachctx.playground.ui.tabs.versions import tab_versions
@@ -114,6 +114,7 @@ def main() -> None:
         st.error(error)
     write_query_params(view)
     st.html(UNSAVED_GUARD % ("true" if unsaved else "false"), unsafe_allow_javascript=True)
+    st.html(LINE_NUMBERS, unsafe_allow_javascript=True)
     ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
                   origin=origin)
     # only the open tab is built: a rerun after a question change does not lay out the other five

@@ -19,6 +19,7 @@ from coachctx.playground.ui.cache import (
     CHECKED_IN,
     HISTORY_LIMIT,
     checked_in_text,
+    draft_check,
     open_store,
     policy_from_text,
     upstream,
@@ -167,7 +168,7 @@ def load_policies() -> Policies:
     base = policy_from_text(base_text)
     init_state(base_text, base)
     draft_text = ss["policy_yaml"]
-    check = pg.check_draft(draft_text, policy_from_text)
+    check = draft_check(draft_text)
     if check.ok:
         ss["working_yaml"] = draft_text
     try:

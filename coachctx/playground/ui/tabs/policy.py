@@ -17,7 +17,8 @@ from coachctx.policy import Policy
 from coachctx.policy_diff import diff_policies
 
 # Line numbers beside the YAML (a text area has none): a gutter kept in step with the text's
-# lines and scrolling, so the line a problem names can be found. Set up once per page.
+# lines and scrolling, so the line a problem names can be found. The page sets it up once, outside
+# the tabs (a script inside a tab that is left before it renders would never run).
 LINE_NUMBERS = """<script>
 if (!window.coachctxLineNumbers) {
   window.coachctxLineNumbers = true;
@@ -65,7 +66,6 @@ def render_editor(ctx: Context) -> None:
     """The draft's YAML with line numbers, whether it is valid (and where not), and its lint."""
     p = ctx.policies
     st.text_area("Policy YAML (the draft)", key="policy_yaml", height=560)
-    st.html(LINE_NUMBERS, unsafe_allow_javascript=True)
     if p.draft.ok and p.draft.policy is not None:
         st.success(f"Valid · fingerprint `{p.draft.policy.digest}` · the decision uses it: {ctx.origin.description}")
     else:

@@ -83,6 +83,12 @@ def render_policy_form(draft_text: str) -> None:
                     help=f"intents.{intent}.max_words",
                     on_change=edit_setting, args=(("intents", intent, "max_words"), f"{k}.{intent}.max_words"))
 
+    render_vocabulary(data, intent, k)
+    render_scope_rules(data, k)
+
+
+def render_vocabulary(data: dict[str, Any], intent: str, k: str) -> None:
+    """The intent's terms and weights as an editable table, and a term added in one click."""
     st.markdown(f"**Words that point to {intent}** (the vocabulary: terms and weights; edit cells, add or delete "
                 "rows)")
     vocab = pg.vocabulary_rows(data, intent)
@@ -100,6 +106,9 @@ def render_policy_form(draft_text: str) -> None:
     b2.button("Add term", key=f"add.{intent}.go", on_click=add_term, args=(intent, f"add.{intent}"),
               icon=":material/add:", width="stretch")
 
+
+
+def render_scope_rules(data: dict[str, Any], k: str) -> None:
     st.markdown("**Time-horizon rules** (scope modifiers: what a horizon promotes, demotes or drops, and why)")
     scope = st.selectbox("Time horizon", list(SCOPES), key="ed_scope", format_func=lambda s: pg.SCOPE_LABELS.get(s, s))
     mods = pg.modifier_rows(data, scope)
