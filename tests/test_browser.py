@@ -358,16 +358,15 @@ def test_a_coach_asks_sees_why_changes_a_rule_saves_reloads_reverts_and_exports(
         expect(page.locator(".st-key-withheld_fragments")).to_contain_text("readiness_recovery")
         wait_for_script(page)
 
-        # change a rule in the form: training may see recovery readiness as an optional fact
+        # change a rule in the form: training no longer withholds recovery readiness; the editor says that
+        # alone sends nothing, and one click adds it as an optional fact
         page.get_by_role("tab", name="Policy editor").click()
-        optional = page.get_by_label("Optional facts (secondary)")
-        expect(optional).to_be_visible(timeout=UI_TIMEOUT_MS)
-        optional.click()
-        page.get_by_role("option", name="Recovery", exact=False).first.click()
-        page.keyboard.press("Escape")
+        page.get_by_role("button", name="Remove Recovery and sleep today").click(timeout=UI_TIMEOUT_MS)
+        offer = page.get_by_role("button", name=re.compile(r"^Add .* to training's secondary list$"))
+        expect(offer).to_be_visible(timeout=UI_TIMEOUT_MS)
+        offer.click()
+        expect(page.get_by_text("Done: add", exact=False)).to_be_visible(timeout=UI_TIMEOUT_MS)
         wait_for_script(page)
-        expect(page.get_by_label("Policy YAML (the draft)")).to_contain_text("readiness_recovery]",
-                                                                              timeout=UI_TIMEOUT_MS)
         page.get_by_role("tab", name="Decision").click()
         expect(sent).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)  # its effect
 
@@ -435,6 +434,7 @@ def test_a_japanese_question_is_readable(browser: Any, server: str) -> None:
         expect(page.locator(".st-key-sent_fragments")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
         wait_for_script(page)
         expect(question).to_have_value(CJK_QUESTION)
+        question.blur()
         page.wait_for_timeout(500)
         target = os.environ.get("COACHCTX_SCREENSHOTS")
         if target:
