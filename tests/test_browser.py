@@ -158,7 +158,7 @@ def test_pain_question_selects_both_readiness_fragments_and_the_policy_downloads
         if target:
             page.screenshot(path=str(ROOT / target))
 
-        page.get_by_role("tab", name="Policy editor").click()
+        open_tab(page, "Policy editor")
         with page.expect_download(timeout=UI_TIMEOUT_MS) as info:
             page.get_by_role("button", name="Download policy YAML").click()
         download = info.value
@@ -186,7 +186,7 @@ def test_save_a_version_and_run_the_impact_analysis(browser: Any, server: str) -
         expect(page.get_by_text("Saved version 1")).to_be_visible(timeout=UI_TIMEOUT_MS)
         expect(page.get_by_text("The decision uses stored version 1 (draft)")).to_be_visible()
 
-        page.get_by_role("tab", name="Impact").click()
+        open_tab(page, "Impact")
         page.get_by_role("button", name="Run impact analysis").click()
         expect(page.get_by_text("Done: 477 of 479 rows decided, 2 skipped")).to_be_visible(timeout=UI_TIMEOUT_MS)
         expect(page.get_by_text("No question decides differently under the candidate.")).to_be_visible()
@@ -213,9 +213,19 @@ def assert_line_numbers_follow_the_text(page: Any) -> None:
     assert abs(state["scroll"][0] - state["scroll"][1]) <= 1, state
 
 
+def open_tab(page: Any, name: str) -> None:
+    """Click a tab and wait until its run is over: only the open tab is built, on that run."""
+    page.get_by_role("tab", name=name).click()
+    page.wait_for_function("(name) => [...document.querySelectorAll('button[role=tab]')].some("
+                           "(t) => t.innerText.trim() === name && t.getAttribute('aria-selected') === 'true')",
+                           arg=name, timeout=UI_TIMEOUT_MS)
+    page.wait_for_timeout(500)  # the run the click asked for has started
+    wait_for_script(page)
+
+
 def save_version(page: Any, message: str) -> None:
     """On the Versions tab: a name, a message, Save (with the label the page proposes)."""
-    page.get_by_role("tab", name="Versions").click()
+    open_tab(page, "Versions")
     for label, value in (("Your name", "ana"), ("What changed and why", message)):
         field = page.get_by_label(label)
         field.fill(value)
@@ -298,7 +308,7 @@ def test_at_each_width_labels_are_readable_a_draft_survives_a_reload_and_back_re
         wait_for_script(page)
 
         # the open tab is in the address and in history: Back returns to the tab before
-        page.get_by_role("tab", name="Versions").click()
+        open_tab(page, "Versions")
         page.wait_for_function("() => window.location.search.includes('tab=versions')", timeout=UI_TIMEOUT_MS)
         wait_for_script(page)
         page.go_back()
@@ -316,10 +326,9 @@ def test_at_each_width_labels_are_readable_a_draft_survives_a_reload_and_back_re
 
         # a draft edit survives a reload (the browser asks first: the edit is not a saved version)
         for tab in ("Policy editor", "Versions", "Impact", "Reproduce a trace"):
-            page.get_by_role("tab", name=tab).click()
-            page.wait_for_timeout(300)
+            open_tab(page, tab)
             assert clipped_labels(page) == [], tab
-        page.get_by_role("tab", name="Policy editor").click()
+        open_tab(page, "Policy editor")
         assert_line_numbers_follow_the_text(page)
         margin = page.get_by_role("spinbutton", name="Margin over the runner-up")
         margin.fill("0.5")
@@ -330,7 +339,7 @@ def test_at_each_width_labels_are_readable_a_draft_survives_a_reload_and_back_re
         page.reload()
         wait_for_script(page)
         assert dialogs == ["beforeunload"]
-        page.get_by_role("tab", name="Policy editor").click()
+        open_tab(page, "Policy editor")
         expect(page.get_by_label("Policy YAML (the draft)")).to_contain_text("margin: 0.5", timeout=UI_TIMEOUT_MS)
         expect(page.get_by_test_id("stException")).to_have_count(0)
         assert elsewhere == [], "no request may leave the machine"
@@ -360,14 +369,14 @@ def test_a_coach_asks_sees_why_changes_a_rule_saves_reloads_reverts_and_exports(
 
         # change a rule in the form: training no longer withholds recovery readiness; the editor says that
         # alone sends nothing, and one click adds it as an optional fact
-        page.get_by_role("tab", name="Policy editor").click()
+        open_tab(page, "Policy editor")
         page.get_by_role("button", name="Remove Recovery and sleep today").click(timeout=UI_TIMEOUT_MS)
         offer = page.get_by_role("button", name=re.compile(r"^Add .* to training's secondary list$"))
         expect(offer).to_be_visible(timeout=UI_TIMEOUT_MS)
         offer.click()
         expect(page.get_by_text("Done: add", exact=False)).to_be_visible(timeout=UI_TIMEOUT_MS)
         wait_for_script(page)
-        page.get_by_role("tab", name="Decision").click()
+        open_tab(page, "Decision")
         expect(sent).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)  # its effect
 
         # save it as a version, then reload: nothing is lost
@@ -379,14 +388,15 @@ def test_a_coach_asks_sees_why_changes_a_rule_saves_reloads_reverts_and_exports(
         expect(page.get_by_role("tab", name="Versions")).to_have_attribute("aria-selected", "true",
                                                                             timeout=UI_TIMEOUT_MS)
         expect(question).to_have_value("How hard should tonight's interval session be?")
-        page.get_by_role("tab", name="Decision").click()
+        open_tab(page, "Decision")
         expect(sent).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)
 
         # a second change, saved too: the label moves on, and a revert moves it back
-        page.get_by_role("tab", name="Policy editor").click()
+        open_tab(page, "Policy editor")
         margin = page.get_by_role("spinbutton", name="Margin over the runner-up")
         margin.fill("0.5")
         margin.press("Enter")
+        expect(page.get_by_label("Policy YAML (the draft)")).to_contain_text("margin: 0.5", timeout=UI_TIMEOUT_MS)
         wait_for_script(page)
         save_version(page, "a smaller margin")
         expect(page.get_by_text("Saved version", exact=False).first).to_be_visible(timeout=UI_TIMEOUT_MS)
@@ -400,7 +410,7 @@ def test_a_coach_asks_sees_why_changes_a_rule_saves_reloads_reverts_and_exports(
         expect(page.get_by_test_id("stException")).to_have_count(0)
 
         # export the YAML: the checked-in file's comments are still there
-        page.get_by_role("tab", name="Policy editor").click()
+        open_tab(page, "Policy editor")
         with page.expect_download(timeout=UI_TIMEOUT_MS) as info:
             page.get_by_role("button", name="Download policy YAML").click()
         path = tmp_path / info.value.suggested_filename
