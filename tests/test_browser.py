@@ -215,10 +215,11 @@ def assert_line_numbers_follow_the_text(page: Any) -> None:
 
 def open_tab(page: Any, name: str) -> None:
     """Click a tab and wait until its run is over: only the open tab is built, on that run."""
-    page.get_by_role("tab", name=name).click()
-    page.wait_for_function("(name) => [...document.querySelectorAll('button[role=tab]')].some("
-                           "(t) => t.innerText.trim() === name && t.getAttribute('aria-selected') === 'true')",
-                           arg=name, timeout=UI_TIMEOUT_MS)
+    from playwright.sync_api import expect
+
+    tab = page.get_by_role("tab", name=name)
+    tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true", timeout=UI_TIMEOUT_MS)
     page.wait_for_timeout(500)  # the run the click asked for has started
     wait_for_script(page)
 
