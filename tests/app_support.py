@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 import streamlit as st
+from streamlit.testing.v1 import AppTest
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +18,11 @@ def _clear_streamlit_caches() -> Iterator[None]:
     yield
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+def open_tab(at: AppTest, label: str) -> AppTest:
+    """Open the tab with this label, as a click on it does: only the open tab is laid out."""
+    at.session_state["tab"] = label
+    at.run()
+    assert not at.exception, [e.stack_trace for e in at.exception]
+    return at

@@ -5,6 +5,7 @@ The Versions and Impact tabs have their own file, tests/test_app_versions.py.
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 import streamlit as st
 import yaml
-from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
+from app_support import _clear_streamlit_caches, open_tab  # noqa: F401  (autouse fixture)
 from openai_server import ChatBehaviour, ChatServer
 from streamlit.testing.v1 import AppTest
 
@@ -38,10 +39,11 @@ def new_app() -> AppTest:
     return AppTest.from_file(APP, default_timeout=30)
 
 
-def started() -> AppTest:
+def started(tab: str | None = None) -> AppTest:
+    """The page after its first run, with `tab` open (only the open tab is laid out)."""
     at = new_app().run()
     assert not at.exception, [e.stack_trace for e in at.exception]
-    return at
+    return at if tab is None else open_tab(at, tab)
 
 
 def decision(at: AppTest) -> dict[str, Any]:
@@ -173,7 +175,7 @@ class TestDecisionView:
 
 class TestPolicyEditor:
     def test_yaml_edit_changes_the_decision(self) -> None:
-        at = started()
+        at = started("Policy editor")
         before = decision(at)
         assert before["intent"]["source"] != "rules"
         at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
@@ -197,7 +199,7 @@ class TestPolicyEditor:
         assert all(f["role"] != "secondary" or f["status"] == "withheld" for f in d["fragments"])
 
     def test_form_control_writes_the_draft(self) -> None:
-        at = started()
+        at = started("Policy editor")
         before = decision(at)["policy"]["digest"]
         margin = next(n for n in at.number_input if n.label == "Margin over the runner-up")
         margin.set_value(0.0).run()
@@ -207,7 +209,7 @@ class TestPolicyEditor:
         assert after["policy"]["digest"] != before and after["intent"]["source"] == "rules"
 
     def test_form_list_edit_and_new_term(self) -> None:
-        at = started()
+        at = started("Policy editor")
         at.selectbox(key="ed_intent").set_value("injury").run()
         exclude = next(m for m in at.multiselect if m.label == "Withheld facts (exclude)")
         exclude.set_value([]).run()
@@ -221,7 +223,7 @@ class TestPolicyEditor:
         assert ["zorblat", 1.0] in decision(at)["intent"]["matched"]["injury"]
 
     def test_invalid_draft_shows_the_error_and_keeps_the_working_policy(self) -> None:
-        at = started()
+        at = started("Policy editor")
         good = decision(at)
         bad = draft_with(lambda d: d["intents"]["injury"]["primary"].__setitem__(0, "readiness_injry"))
         at.text_area(key="policy_yaml").set_value(bad).run()
@@ -237,7 +239,7 @@ class TestPolicyEditor:
         assert at.session_state["policy_yaml"] == bad  # the coach's text is kept to be fixed
 
     def test_yaml_syntax_error_names_the_line(self) -> None:
-        at = started()
+        at = started("Policy editor")
         good = decision(at)["policy"]["digest"]
         at.text_area(key="policy_yaml").set_value("tiers: {free: 50}\nrouting: {margin: [1\n").run()
         assert not at.exception
@@ -245,7 +247,7 @@ class TestPolicyEditor:
         assert decision(at)["policy"]["digest"] == good
 
     def test_diff_lists_the_changed_setting(self) -> None:
-        at = started()
+        at = started("Policy editor")
         at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
         changes = next(df.value for df in at.dataframe if list(df.value.columns) == list(pg.DIFF_COLUMNS))
         row = changes[changes["path"] == "routing.margin"].iloc[0]
@@ -253,7 +255,7 @@ class TestPolicyEditor:
         assert any("`margin: 1 -> 0`" in m for m in (e.value for e in at.markdown))
 
     def test_import_through_the_uploader_replaces_the_draft(self) -> None:
-        at = started()
+        at = started("Policy editor")
         exported = pg.export_policy_yaml(parse_policy(draft_with(set_margin_zero)))
         at.file_uploader(key="policy_upload").set_value(("mine.yaml", exported.encode(), "application/x-yaml")).run()
         assert not at.exception
@@ -261,7 +263,7 @@ class TestPolicyEditor:
         assert decision(at)["policy"]["digest"] == parse_policy(exported).digest
 
     def test_import_of_a_bad_file_keeps_the_draft(self) -> None:
-        at = started()
+        at = started("Policy editor")
         draft = at.session_state["policy_yaml"]
         at.file_uploader(key="policy_upload").set_value(("bad.yaml", b"!!python/object:os.system {}",
                                                          "application/x-yaml")).run()
@@ -279,7 +281,7 @@ CHECKED_IN_TEXT = (Path(__file__).resolve().parents[1] / "policy" / "default.yam
 
 class TestEditorFeedback:
     def test_a_form_edit_changes_one_line_and_keeps_every_comment(self) -> None:
-        at = started()
+        at = started("Policy editor")
         margin = next(n for n in at.number_input if n.label == "Margin over the runner-up")
         margin.set_value(0.5).run()
         text = at.session_state["policy_yaml"]
@@ -289,7 +291,7 @@ class TestEditorFeedback:
         assert any("Set confidence threshold" in s.value or "margin" in s.value for s in at.success)
 
     def test_adding_a_term_that_exists_says_so_and_changes_nothing(self) -> None:
-        at = started()
+        at = started("Policy editor")
         at.selectbox(key="ed_intent").set_value("injury").run()
         before = at.session_state["policy_yaml"]
         at.text_input(key="add.injury.term").input("Pain").run()
@@ -298,7 +300,7 @@ class TestEditorFeedback:
         assert any("already a term of injury" in i.value and "en" in i.value for i in at.info)
 
     def test_a_new_term_is_one_added_entry(self) -> None:
-        at = started()
+        at = started("Policy editor")
         at.selectbox(key="ed_intent").set_value("injury").run()
         at.text_input(key="add.injury.term").input("zorblat").run()
         at.button(key="add.injury.go").click().run()
@@ -309,7 +311,7 @@ class TestEditorFeedback:
         assert any("Added “zorblat”" in s.value for s in at.success)
 
     def test_removing_an_exclude_explains_and_offers_add_to_secondary(self) -> None:
-        at = started()
+        at = started("Policy editor")
         at.selectbox(key="ed_intent").set_value("training").run()
         exclude = next(m for m in at.multiselect if m.label == "Withheld facts (exclude)")
         assert "readiness_recovery" in exclude.value
@@ -325,7 +327,7 @@ class TestEditorFeedback:
         assert "readiness_recovery" in decision(at)["selected"]
 
     def test_an_edit_that_changes_nothing_says_so(self) -> None:
-        at = started()
+        at = started("Policy editor")
         at.selectbox(key="ed_intent").set_value("injury").run()
         primary = next(m for m in at.multiselect if m.label == "Essential facts (primary)")
         before = at.session_state["policy_yaml"]
@@ -335,7 +337,7 @@ class TestEditorFeedback:
         assert at.session_state["policy_yaml"] == before
 
     def test_a_yaml_error_is_reported_once_at_its_line_with_the_line_shown(self) -> None:
-        at = started()
+        at = started("Policy editor")
         lines = CHECKED_IN_TEXT.splitlines()
         assert lines[10].startswith("  margin:")
         lines[10] = "  margin: [1.0, 2.0"  # line 11: a list never closed
@@ -346,6 +348,67 @@ class TestEditorFeedback:
         assert "line 13" not in problems[0]
         snippet = next(c.value for c in at.code if "> 11 |" in c.value)
         assert "margin: [1.0, 2.0" in snippet and " 10 |" in snippet
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+ROUND_TRIP_DRAFT = """# head comment
+routing:
+  margin: 1.0   # why the margin
+intents:
+  training:
+    primary: [readiness_training, training_block]   # the essentials
+    exclude: [readiness_recovery, readiness_injury]
+scopes:
+  week:
+    modifiers:
+      - {action: demote, fragment: readiness_training, reason: "a week"}   # kept
+      - action: drop
+        fragment: conditions_today
+        reason: today only
+"""
+
+
+class TestTextEditsKeepTheFile:
+    """Table edits that remove rows cut whole lines; the ruamel fallback keeps the file's shape."""
+
+    def test_a_deleted_modifier_row_is_one_removed_line(self) -> None:
+        data = pg.draft_data(CHECKED_IN_TEXT)
+        assert data is not None
+        modifiers = data["scopes"]["week"]["modifiers"]
+        out = pg.edit_draft_text(CHECKED_IN_TEXT, ("scopes", "week", "modifiers"), modifiers[1:])
+        removed = changed_lines(CHECKED_IN_TEXT, out)
+        assert len(removed) == 1 and removed[0].startswith("-      - {action:")
+        assert comment_lines(out) == comment_lines(CHECKED_IN_TEXT)
+        assert pg.draft_data(out) == pg.with_setting(data, ("scopes", "week", "modifiers"), modifiers[1:])
+
+    def test_a_deleted_term_or_language_cuts_only_its_own_text(self) -> None:
+        data = pg.draft_data(CHECKED_IN_TEXT)
+        assert data is not None
+        injury = data["vocabulary"]["injury"]
+        fewer_terms = {k: v for k, v in injury["en"].items() if k != "pain"}
+        out = pg.edit_draft_text(CHECKED_IN_TEXT, ("vocabulary", "injury", "en"), fewer_terms)
+        assert len(changed_lines(CHECKED_IN_TEXT, out)) == 2  # one line loses "pain: 1.0, "
+        fewer_languages = {k: v for k, v in injury.items() if k != "en"}
+        out = pg.edit_draft_text(CHECKED_IN_TEXT, ("vocabulary", "injury"), fewer_languages)
+        removed = changed_lines(CHECKED_IN_TEXT, out)
+        assert removed and all(line.startswith("-") for line in removed)  # only the language's own lines go
+        assert pg.draft_data(out) == pg.with_setting(data, ("vocabulary", "injury"), fewer_languages)
+        assert comment_lines(out) == comment_lines(CHECKED_IN_TEXT)
+
+    def test_the_round_trip_fallback_keeps_comments_indentation_and_flow_style(self) -> None:
+        from coachctx.playground.form_edits import _round_trip
+
+        out = _round_trip(ROUND_TRIP_DRAFT, ("intents", "training", "exclude"), ["readiness_recovery"])
+        assert changed_lines(ROUND_TRIP_DRAFT, out) == [
+            "-    exclude: [readiness_recovery, readiness_injury]", "+    exclude: [readiness_recovery]"]
+        out = _round_trip(ROUND_TRIP_DRAFT, ("scopes", "week", "modifiers"),
+                          [{"action": "drop", "fragment": "conditions_today", "reason": "today only"}])
+        assert changed_lines(ROUND_TRIP_DRAFT, out) == [
+            '-      - {action: demote, fragment: readiness_training, reason: "a week"}   # kept']
 
 
 class TestExportImport:
@@ -405,6 +468,10 @@ class TestUrlState:
         d = decision(at)
         assert (d["athlete"], d["scope"]["requested"], d["tier"], d["budget"], d["tokens"]["cost_mode"]) == \
             ("omar", "today", "custom", 120, "measured")
+        # the first run replaces the browser's address itself (a script: no history entry); from the
+        # next run on, the address is written through Streamlit
+        assert any("history.replaceState" in h.proto.body and "draft=" in h.proto.body for h in at.get("html"))
+        at.run()
         assert at.query_params["draft"] == at.session_state["draft_id"]  # the draft, not a digest, restores the policy
         assert at.query_params["athlete"] == "omar"
 
@@ -434,7 +501,7 @@ class TestDraftSurvivesReloadAndHistory:
     """A reload is a new session with the same address; a restart also loses every cache."""
 
     def edited(self) -> tuple[AppTest, str]:
-        at = started()
+        at = started("Policy editor")
         text = draft_with(set_margin_zero)
         at.text_area(key="policy_yaml").set_value(text).run()
         assert not at.exception
@@ -463,19 +530,19 @@ class TestDraftSurvivesReloadAndHistory:
         assert any("kept in the policy store" in c.value for c in again.sidebar.caption)
 
     def test_an_invalid_draft_survives_too(self) -> None:
-        at = started()
+        at = started("Policy editor")
         at.text_area(key="policy_yaml").set_value("routing: [unclosed\n").run()
         again = self.reopen(at)
         assert again.text_area(key="policy_yaml").value == "routing: [unclosed\n"
         assert decision(again)["policy"]["digest"] == load_policy().digest  # the last valid policy decides
 
     def test_a_loaded_version_stays_the_draft_base_after_a_reload(self) -> None:
-        at = started()
+        at = started("Versions")
         at.text_input(key="author").input("ana").run()
         at.text_input(key="save_message").input("baseline").run()
         at.selectbox(key="save_label").set_value("live").run()
         at.button(key="save_version").click().run()
-        at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
+        open_tab(at, "Policy editor").text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
         again = self.reopen(at)
         assert again.session_state["draft_base"] == 1
         assert decision(again)["policy"]["source"] == "playground draft, edited from store:v1"
@@ -483,7 +550,7 @@ class TestDraftSurvivesReloadAndHistory:
     def test_an_untouched_page_keeps_nothing_and_the_first_edit_adds_no_history_entry(self) -> None:
         from coachctx.tools.store import PolicyStore, default_store_url
 
-        at = started()
+        at = started("Policy editor")
         at.text_input(key="question").input("thanks!").run()
         address = dict(at.query_params)
         draft_id = at.session_state["draft_id"]
@@ -516,8 +583,27 @@ class TestDraftSurvivesReloadAndHistory:
             with pytest.raises(StoreError, match=r"^draft id 'x' is not valid$"):
                 store.put_draft("x", "", None)
 
+    def test_the_store_drops_stale_drafts_and_keeps_only_the_newest(self, tmp_path: Path) -> None:
+        from datetime import UTC, datetime, timedelta
+
+        from coachctx.tools.store import DRAFT_MAX_AGE, PolicyStore
+
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        later = start + DRAFT_MAX_AGE + timedelta(minutes=1)
+        with PolicyStore(f"sqlite:///{tmp_path / 's.sqlite'}") as store:
+            store.put_draft("OldDraft0001", "routing: {}\n", None, now=start)
+            store.put_draft("KeptDraft001", "routing: {}\n", None, now=start + timedelta(days=1))
+            store.put_draft("FreshDraft01", "routing: {}\n", None, now=later)
+            assert store.get_draft("OldDraft0001") is None  # untouched for longer than DRAFT_MAX_AGE
+            assert store.get_draft("KeptDraft001") is not None and store.get_draft("FreshDraft01") is not None
+            store.max_drafts = 3
+            for i in range(5):
+                store.put_draft(f"Draft{i:07d}", "routing: {}\n", None, now=later + timedelta(hours=i + 1))
+            assert [i for i in range(5) if store.get_draft(f"Draft{i:07d}") is not None] == [2, 3, 4]
+            assert store.get_draft("FreshDraft01") is None
+
     def test_back_and_forward_restore_the_question(self) -> None:
-        at = started()
+        at = started().run()  # the first run's address is written by a script in the browser
         first = dict(at.query_params)
         at.text_input(key="question").input("How much protein per day?").run()
         second = dict(at.query_params)
@@ -593,7 +679,7 @@ def write_trace(tmp_path: Path, question: str = pg.PAIN_QUESTION) -> bytes:
 
 class TestTraceReproduce:
     def test_same_policy_reproduces_the_recorded_decision(self, tmp_path: Path) -> None:
-        at = started()
+        at = started("Reproduce a trace")
         at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json")).run()
         assert not at.exception
         assert any("Same decision" in s.value for s in at.success)
@@ -602,9 +688,10 @@ class TestTraceReproduce:
         assert not frame["changed"].any()
 
     def test_a_changed_draft_highlights_the_differences(self, tmp_path: Path) -> None:
-        at = started()
-        at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json"))
+        at = started("Policy editor")
         at.text_area(key="policy_yaml").set_value(draft_with(margin_zero_and_no_secondaries)).run()
+        open_tab(at, "Reproduce a trace")
+        at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json")).run()
         assert not at.exception
         assert any("difference" in e.value for e in at.error)
         diffs = next(df.value for df in at.dataframe if list(df.value.columns) == ["field", "recorded", "now"])
@@ -617,7 +704,7 @@ class TestTraceReproduce:
         bundle = fetch_bundle(FixtureUpstream(), "tom")
         d = select("Is the air quality ok for a run?", bundle, policy)
         trace = make_trace(d, bundle, cost_mode="hand", budget=None)
-        at = started()
+        at = started("Reproduce a trace")
         at.file_uploader(key="trace_upload").set_value(("t.json", json.dumps(trace).encode(), "application/json"))
         at.run()
         assert any("Same decision" in s.value for s in at.success)
@@ -626,7 +713,7 @@ class TestTraceReproduce:
         assert decision(at)["question"] == "Is the air quality ok for a run?"
 
     def test_garbage_is_refused_with_a_message(self) -> None:
-        at = started()
+        at = started("Reproduce a trace")
         at.file_uploader(key="trace_upload").set_value(("t.json", b"{not json", "application/json")).run()
         assert not at.exception
         assert any("Cannot reproduce" in e.value and "not valid JSON" in e.value for e in at.error)
@@ -642,11 +729,12 @@ class TestUploads:
 
     def test_each_uploader_states_its_limit_once(self) -> None:
         at = started()
-        labels = {u.key: u.label for u in at.get("file_uploader")}
+        labels = {u.key: u.label for tab in ("Reproduce a trace", "Policy editor")
+                  for u in open_tab(at, tab).get("file_uploader")}
         assert "at most 5 MB" in labels["trace_upload"] and "at most 512 KB" in labels["policy_upload"]
 
     def test_an_oversized_trace_is_refused_inline_in_place_of_the_last_result(self, tmp_path: Path) -> None:
-        at = started()
+        at = started("Reproduce a trace")
         at.file_uploader(key="trace_upload").set_value(("trace.json", write_trace(tmp_path), "application/json")).run()
         assert any("Same decision" in s.value for s in at.success)
         big = b" " * (MAX_TRACE_BYTES + 1)
@@ -661,7 +749,7 @@ class TestUploads:
         trace = make_trace(select("Is the air ok for a run?", bundle, load_policy()), bundle, cost_mode="hand",
                            budget=None)
         trace["inputs"]["athlete"] = "zoe"
-        at = started()
+        at = started("Reproduce a trace")
         at.file_uploader(key="trace_upload").set_value(("t.json", json.dumps(trace).encode(), "application/json"))
         at.run()
         assert any("'zoe' is not one of the sample athletes" in w.value for w in at.warning)
@@ -674,7 +762,7 @@ class TestUploads:
         bundle = fetch_bundle(FixtureUpstream(), "maya")
         trace = make_trace(select("knee pain?", bundle, load_policy()), bundle, cost_mode="hand", budget=None)
         raw = json.dumps(trace).replace("knee pain?", "knee \\ud800 pain?").encode()
-        at = started()
+        at = started("Reproduce a trace")
         at.file_uploader(key="trace_upload").set_value(("t.json", raw, "application/json")).run()
         assert not at.exception, [e.stack_trace for e in at.exception]
         assert not [b for b in at.button if b.key == "open_trace"]
@@ -689,18 +777,18 @@ class TestSmallerThings:
 
     def test_the_chart_s_threshold_and_margin_labels_sit_on_different_lines(self, maya: Any) -> None:
         d = select(pg.PAIN_QUESTION, maya, load_policy())  # threshold 1, margin band from 0 to 1
-        spec = pg.routing_chart(d).to_dict()
+        spec = pg.routing_chart(d)
         texts = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "text"]
         offsets = sorted(layer["mark"]["dy"] for layer in texts)
         assert len(offsets) == 2 and offsets[1] - offsets[0] >= 12  # one text line apart
 
     def test_the_page_icon_is_a_local_file(self) -> None:
-        source = Path(APP).read_text(encoding="utf-8")
+        source = (Path(APP).parent / "coachctx" / "playground" / "ui" / "page.py").read_text(encoding="utf-8")
         assert "page_icon=ICON" in source and ":material/" not in source.split("page_icon=")[1][:40]
         assert (Path(APP).parent / "assets" / "favicon.png").is_file()
 
     def test_the_unsaved_edits_guard_follows_the_draft(self) -> None:
-        at = started()
+        at = started("Policy editor")
         assert "coachctxUnsaved = false" in guard_script(at)
         at.text_area(key="policy_yaml").set_value(draft_with(set_margin_zero)).run()
         assert "coachctxUnsaved = true" in guard_script(at)
@@ -740,7 +828,7 @@ def fake_openai() -> Iterator[ChatServer]:
 
 class TestReply:
     def test_without_a_key_the_button_explains_what_to_configure(self) -> None:
-        at = started()
+        at = started("Prompt & reply")
         button = at.button(key="generate")
         assert button.disabled
         assert "OPENAI_API_KEY" in (button.help or "")
@@ -751,7 +839,7 @@ class TestReply:
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        at = started()
+        at = started("Prompt & reply")
         d = decision(at)
         assert d["intent"]["source"] == "model" and d["intent"]["name"] == "injury"
         at.button(key="generate").click().run()
@@ -769,7 +857,7 @@ class TestReply:
         at.secrets["OPENAI_BASE_URL"] = fake_openai.base_url
         at.run()
         assert not at.exception
-        at.button(key="generate").click().run()
+        open_tab(at, "Prompt & reply").button(key="generate").click().run()
         assert at.session_state["reply"]["text"] == "".join(REPLY_CHUNKS)
         assert any("secrets.toml" in c.value for c in at.caption)
 
@@ -780,7 +868,7 @@ class TestReply:
         at.run()
         assert not at.exception
         assert decision(at)["intent"]["source"] == "fallback"
-        at.button(key="generate").click().run()
+        open_tab(at, "Prompt & reply").button(key="generate").click().run()
         assert not at.exception
         assert any("No reply" in e.value for e in at.error)
 
@@ -810,7 +898,7 @@ def stalling_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 class TestSlowReplyStream:
     def test_a_stalled_stream_keeps_the_partial_reply_and_the_page_stays_usable(self, stalling_openai: ChatServer) -> None:
-        at = started()
+        at = started("Prompt & reply")
         assert decision(at)["intent"]["source"] == "model"
         started_at = time.monotonic()
         at.button(key="generate").click().run()

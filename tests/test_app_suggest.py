@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 import test_app_versions
-from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
+from app_support import _clear_streamlit_caches, open_tab  # noqa: F401  (autouse fixture)
 from streamlit.testing.v1 import AppTest
 from test_app_versions import APP, CHECKED_IN
 
-from coachctx import playground_labels as pl
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import load_policy, parse_policy, read_policy_text
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError
+from coachctx.playground import labels as pl
 from coachctx.tools.store import PolicyStore, QuestionLabel
 from coachctx.tools.suggest import Edit, apply_edits
 from coachctx.tools.trace import make_trace
@@ -66,6 +66,7 @@ def test_label_suggest_apply_impact_save(store_url: str) -> None:
     assert (stored.athlete, stored.route_source, stored.routed, stored.policy_digest) == (
         "maya", "fallback", "training", load_policy().digest)
 
+    open_tab(at, "Suggest")  # only the open tab is laid out
     found = picks(at)
     glute = next(key for key in found if "|glute medius|" in key)
     assert glute.startswith("add|injury|en|")
@@ -112,7 +113,7 @@ def test_a_label_needs_an_intent_and_an_author(store_url: str) -> None:
 def test_a_trace_is_labelled_on_the_reproduce_tab(store_url: str) -> None:
     bundle = fetch_bundle(FixtureUpstream(), "lucia")
     trace = make_trace(select(GLUTE, bundle, load_policy()), bundle, cost_mode="hand", budget=None)
-    at = started("thanks!")
+    at = open_tab(started("thanks!"), "Reproduce a trace")
     at.file_uploader(key="trace_upload").set_value(("t.json", json.dumps(trace).encode(), "application/json"))
     ok(at.run())
     label_it(at, "label_trace", ["injury", "training"], author="kai")
@@ -123,8 +124,7 @@ def test_a_trace_is_labelled_on_the_reproduce_tab(store_url: str) -> None:
 
 
 def test_an_uploaded_labelled_log_is_learned_from_and_a_bad_one_named(store_url: str, tmp_path: Path) -> None:
-    at = started()
-    ok(at.run())
+    at = open_tab(started(), "Suggest")
     rows = "".join(json.dumps({"question": q, "intents": ["injury"]}) + "\n"
                    for q in (GLUTE, "glute medius sore on the stairs"))
     at.file_uploader(key="suggest_upload").set_value(("log.jsonl", rows.encode(), "application/x-ndjson"))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from app_support import _clear_streamlit_caches  # noqa: F401  (autouse fixture)
+from app_support import _clear_streamlit_caches, open_tab  # noqa: F401  (autouse fixture)
 from streamlit.testing.v1 import AppTest
 
 from coachctx import playground as pg
@@ -41,10 +41,11 @@ def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return url
 
 
-def started() -> AppTest:
+def started(tab: str | None = None) -> AppTest:
+    """The page after its first run, with `tab` open (only the open tab is laid out)."""
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception, [e.stack_trace for e in at.exception]
-    return at
+    return at if tab is None else open_tab(at, tab)
 
 
 def decision(at: AppTest) -> dict[str, Any]:
@@ -70,6 +71,7 @@ def injury_readiness_for_training(data: dict[str, Any]) -> None:
 
 
 def save(at: AppTest, message: str, *, label: str, author: str = "ana") -> None:
+    open_tab(at, "Versions")
     at.text_input(key="author").input(author)
     at.text_input(key="save_message").input(message)
     at.selectbox(key="save_label").set_value(label)
@@ -90,7 +92,7 @@ def texts(elements: Any) -> list[str]:
 
 class TestDoneWhen:
     def test_edit_a_rule_see_the_impact_save_it_and_revert_live(self, store_url: str) -> None:
-        at = started()
+        at = started("Versions")
         assert store_url.removeprefix("sqlite:///") in " ".join(texts(at.markdown))  # the store in use is shown
         assert decision(at)["policy"] == {"source": "policy/default.yaml", "digest": load_policy().digest,
                                           "version": None}
@@ -99,12 +101,13 @@ class TestDoneWhen:
         assert decision(at)["policy"]["source"] == "store:v1" and decision(at)["policy"]["version"] == "1"
 
         # edit a rule in the draft
-        at.text_area(key="policy_yaml").set_value(draft_with(recovery_for_training)).run()
+        open_tab(at, "Policy editor").text_area(key="policy_yaml").set_value(draft_with(recovery_for_training)).run()
         assert not at.exception
         assert decision(at)["policy"]["version"] is None
         assert decision(at)["policy"]["source"] == "playground draft, edited from store:v1"
 
         # which logged questions would change, and how: live against the draft
+        open_tab(at, "Impact")
         assert at.selectbox(key="impact_candidate").value == "@draft"
         at.selectbox(key="impact_base").set_value("label:live")
         at.button(key="impact_run").click().run()
@@ -156,12 +159,12 @@ class TestDoneWhen:
         checked_in = read_policy_text(CHECKED_IN)
         with PolicyStore(store_url) as store:
             store.save(checked_in, message="baseline", author="ben", label="live")
-        at = started()
+        at = started("Versions")
         at.selectbox(key="load_ref").set_value(1)
         at.button(key="load_go").click().run()
         assert at.session_state["draft_base"] == 1
         mine = draft_with(recovery_for_training)
-        at.text_area(key="policy_yaml").set_value(mine).run()
+        open_tab(at, "Policy editor").text_area(key="policy_yaml").set_value(mine).run()
 
         theirs = draft_with(injury_readiness_for_training)
         with PolicyStore(store_url) as store:  # another coach saves on live meanwhile
@@ -194,8 +197,9 @@ class TestVersionActions:
     def test_the_default_save_succeeds_when_the_draft_label_is_elsewhere(self, store_url: str) -> None:
         with PolicyStore(store_url) as store:
             store.save(draft_with(recovery_for_training), message="ben's", author="ben", label="draft")
-        at = started()
+        at = started("Policy editor")
         at.text_area(key="policy_yaml").set_value(draft_with(injury_readiness_for_training)).run()
+        open_tab(at, "Versions")
         assert at.selectbox(key="save_label").value == NO_LABEL  # draft points at 1, the draft is based on none
         at.text_input(key="author").input("ana")
         at.text_input(key="save_message").input("mine").run()
@@ -205,7 +209,7 @@ class TestVersionActions:
             assert [v.number for v in store.history()] == [2, 1] and store.labels()["draft"].version == 1
 
     def test_a_new_label_and_an_existing_one_are_described_by_where_they_point(self, store_url: str) -> None:
-        at = started()
+        at = started("Versions")
         assert at.selectbox(key="save_label").value == "draft"
         assert any("draft does not exist yet" in c for c in texts(at.caption))
         save(at, "baseline", label="draft")
@@ -214,13 +218,13 @@ class TestVersionActions:
     def test_a_refusal_names_the_same_person_as_you(self, store_url: str) -> None:
         with PolicyStore(store_url) as store:
             store.save(read_policy_text(CHECKED_IN), message="baseline", author="ana", label="live")
-        at = started()
+        at = started("Versions")
         at.selectbox(key="load_ref").set_value(1)
         at.button(key="load_go").click().run()
         with PolicyStore(store_url) as store:  # the same coach, in another tab
             store.save(draft_with(injury_readiness_for_training), message="other tab", author="ana", label="live",
                        base=1)
-        at.text_area(key="policy_yaml").set_value(draft_with(recovery_for_training)).run()
+        open_tab(at, "Policy editor").text_area(key="policy_yaml").set_value(draft_with(recovery_for_training)).run()
         save(at, "this tab", label="live", author="ana")
         refused = [e for e in texts(at.error) if "Not saved" in e]
         assert refused and "you (ana) saved version 2 on live" in refused[0]
@@ -228,7 +232,7 @@ class TestVersionActions:
     def test_use_live_here_decides_with_the_live_version(self, store_url: str) -> None:
         with PolicyStore(store_url) as store:
             store.save(draft_with(recovery_for_training), message="live one", author="ben", label="live")
-        at = started()
+        at = started("Versions")
         assert decision(at)["policy"]["version"] is None
         at.button(key="use_live").click().run()
         assert decision(at)["policy"]["version"] == "1"
@@ -241,7 +245,7 @@ class TestVersions:
             store.save(read_policy_text(CHECKED_IN), message="baseline", author="ana", label="live")
             store.save(draft_with(injury_readiness_for_training), message="training sees injury readiness",
                        author="ben", label="live", base=1)
-        at = started()
+        at = started("Versions")
         at.selectbox(key="diff_a").set_value("v1")
         at.selectbox(key="diff_b").set_value("v2").run()
         assert not at.exception
@@ -266,7 +270,7 @@ class TestVersions:
         edited = draft_with(recovery_for_training)
         with PolicyStore(store_url) as store:
             store.save(edited, message="training sees recovery", author="ana", label="draft")
-        at = started()
+        at = started("Versions")
         at.selectbox(key="load_ref").set_value(1)
         at.button(key="load_go").click().run()
         assert at.session_state["policy_yaml"] == edited
@@ -286,14 +290,14 @@ class TestVersions:
 
     def test_an_unusable_store_leaves_the_rest_of_the_page_working(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("COACHCTX_STORE", "nosuchdriver://somewhere/db")
-        at = started()
+        at = started("Versions")
         assert set(decision(at)["selected"]) >= {"readiness_training", "readiness_injury"}
         assert any("policy store cannot be used" in e for e in texts(at.error))
 
 
 class TestLint:
     def test_an_exclude_that_drops_a_shared_signal_is_flagged_beside_the_editor(self, store_url: str) -> None:
-        at = started()
+        at = started("Policy editor")
         assert any("Lint: no findings" in c for c in texts(at.caption))
         at.text_area(key="policy_yaml").set_value(
             draft_with(lambda d: d["vocabulary"]["training"]["en"].update(pain=1.0))).run()
@@ -312,7 +316,7 @@ class TestImpactUploads:
         ("dev.yaml", b"thresholds: {margin: 1}\n", "expected a list of questions"),
     ])
     def test_a_bad_file_gets_a_clear_message(self, store_url: str, name: str, data: bytes, says: str) -> None:
-        at = started()
+        at = started("Impact")
         draft = at.session_state["policy_yaml"]
         at.radio(key="impact_source").set_value("upload").run()
         at.file_uploader(key="impact_upload").set_value((name, data, "application/octet-stream")).run()
@@ -328,9 +332,10 @@ class TestImpactUploads:
              "needs": ["readiness_training", "readiness_injury"]},
             {"q": "How much protein per day?", "intents": ["nutrition"], "needs": ["readiness_nutrition"]},
         ]}
-        at = started()
+        at = started("Policy editor")
         at.text_area(key="policy_yaml").set_value(
             draft_with(lambda d: d["intents"]["nutrition"]["primary"].remove("readiness_nutrition"))).run()
+        open_tab(at, "Impact")
         at.radio(key="impact_source").set_value("upload").run()
         at.file_uploader(key="impact_upload").set_value(
             ("dev.yaml", yaml.safe_dump(questions).encode(), "application/x-yaml")).run()

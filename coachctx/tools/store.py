@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -141,6 +141,10 @@ _drafts = sa.Table(
 )
 DRAFT_ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{8,32}$")
 MAX_DRAFT_CHARS: Final = 512 * 1024
+DRAFT_MAX_AGE: Final = timedelta(days=30)
+MAX_DRAFTS: Final = 1000
+"""Drafts are bounded: one untouched for DRAFT_MAX_AGE is dropped, and so are all but the newest
+MAX_DRAFTS (each is a browser session's unsaved edit, not a version)."""
 
 # Questions a coach (or the model) labelled with the intents that would have been right: what
 # `coachctx suggest` and the playground's Suggest tab learn from. Not to be confused with the
@@ -489,18 +493,26 @@ class PolicyStore:
 
     # --- drafts: unsaved work, kept across reloads ---------------------------------------------
 
-    def put_draft(self, draft_id: str, text: str, base: int | None) -> None:
-        """Keep (or overwrite) the draft under `draft_id`."""
+    draft_max_age: timedelta = DRAFT_MAX_AGE
+    max_drafts: int = MAX_DRAFTS
+
+    def put_draft(self, draft_id: str, text: str, base: int | None, *, now: datetime | None = None) -> None:
+        """Keep (or overwrite) the draft under `draft_id`, and drop stale ones (`DRAFT_MAX_AGE`, `MAX_DRAFTS`)."""
         if not DRAFT_ID_PATTERN.match(draft_id):
             raise StoreError(f"draft id {draft_id!r} is not valid")
         if len(text) > MAX_DRAFT_CHARS:
             raise StoreError(f"the draft is {len(text)} characters; the limit is {MAX_DRAFT_CHARS}")
-        now = datetime.now(UTC)
+        now = now or datetime.now(UTC)
         with self._errors("keep the draft"), self.engine.begin() as conn:
             updated = conn.execute(_drafts.update().where(_drafts.c.id == draft_id)
                                    .values(yaml=text, base=base, updated_at=now))
             if updated.rowcount == 0:
                 conn.execute(_drafts.insert().values(id=draft_id, yaml=text, base=base, updated_at=now))
+            conn.execute(_drafts.delete().where(_drafts.c.updated_at < now - self.draft_max_age))
+            oldest_kept = conn.execute(sa.select(_drafts.c.updated_at).order_by(_drafts.c.updated_at.desc())
+                                       .offset(self.max_drafts - 1).limit(1)).scalar()
+            if oldest_kept is not None:
+                conn.execute(_drafts.delete().where(_drafts.c.updated_at < oldest_kept))
 
     def get_draft(self, draft_id: str) -> Draft | None:
         if not DRAFT_ID_PATTERN.match(draft_id):

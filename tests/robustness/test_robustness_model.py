@@ -426,6 +426,8 @@ class TestTimeoutSettingInThePlayground:
         assert any(refusal in e.value for e in at.error)  # in place of the decision
         at.checkbox(key="use_model").uncheck().run()  # decide without the model: the reply still refuses
         assert at.session_state["decision"]["intent"]["fallback_reason"] == "no_model_configured"
+        at.session_state["tab"] = "Prompt & reply"  # only the open tab is built
+        at.run()
         at.button(key="generate").click().run()
         assert not at.exception
         assert any(e.value.startswith(f"No reply: {refusal}") for e in at.error)

@@ -2,7 +2,7 @@
 labelled rows `suggest` learns from, the same rows as a question set for the impact view, and
 ticked suggestions written into the draft's YAML with its comments kept.
 
-The Suggest tab (`playground_suggest_tab.py`) renders what these return; nothing here decides.
+The Suggest tab (`playground/ui/tabs/suggest.py`) renders what these return; nothing here decides.
 """
 
 from __future__ import annotations

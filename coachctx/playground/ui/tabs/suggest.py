@@ -5,7 +5,7 @@ from every stored label (and, optionally, an uploaded labelled log) over the pol
 with its evidence rows; ticked ones are written into the draft on a click, then the diff, the
 impact over the same labelled questions, and a save as a version follow. Nothing is applied or
 saved without a click. The app passes in what it owns (the store, the policy in use, how it
-renders an impact report); the logic is in `playground_labels.py`.
+renders an impact report); the logic is in `playground/labels.py`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from typing import Any, Final
 import streamlit as st
 
 from coachctx import playground as pg
-from coachctx import playground_labels as pl
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.policy import INTENTS, Policy, parse_policy
 from coachctx.errors import CoachctxError
+from coachctx.playground import labels as pl
+from coachctx.playground.ui.state import Context
+from coachctx.playground.ui.tabs.impact import render_impact
 from coachctx.tools.impact import run_impact
 from coachctx.tools.impact_report import ImpactReport
 from coachctx.tools.policy_diff import diff_policies
@@ -287,3 +289,9 @@ def _render_save(inputs: SuggestInputs) -> None:
     st.button("Save the draft as a version", key="suggest_save", type="primary", on_click=_save, args=(store,),
               disabled=not inputs.draft_ok, icon=":material/save:")
 
+
+def tab_suggest(ctx: Context) -> None:
+    """The Suggest tab: suggestions from the stored labels over the policy in use."""
+    render_suggest_tab(SuggestInputs(
+        store=ctx.store.store, store_error=ctx.store.error, policy=ctx.policies.working, draft_ok=ctx.policies.draft.ok,
+        labels=ctx.store.label_map, cost_mode=ctx.view.cost_mode, render_impact=render_impact))

@@ -1,0 +1,1 @@
+"""The playground page (Streamlit): `app.py` calls `page.main()`."""

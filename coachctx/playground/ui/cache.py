@@ -1,0 +1,115 @@
+"""What the page reads once and shares between reruns and sessions: fixtures, parsed policies, decisions, the policy store, question sets."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+import streamlit as st
+
+from coachctx import playground as pg
+from coachctx.engine.decision import Decision
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import DEFAULT_POLICY_PATH, Policy, parse_policy, read_policy_text
+from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
+from coachctx.model import OpenAIClassifier
+from coachctx.tools.impact import QuestionSet
+from coachctx.tools.lint import Finding, lint_policy
+from coachctx.tools.questions import read_questions
+from coachctx.tools.store import PolicyStore
+
+CHECKED_IN = "policy/default.yaml"
+
+
+ROOT = Path(__file__).resolve().parents[3]
+"""The repository: the page's icon and the sample log are files beside the package."""
+SAMPLE_LOG = ROOT / "sample_logs" / "questions.jsonl"
+
+
+HISTORY_LIMIT = 500
+
+
+@st.cache_resource
+def upstream() -> FixtureUpstream:
+    return FixtureUpstream()
+
+
+@st.cache_resource(max_entries=32)
+def bundle_for(athlete: str) -> Bundle:
+    return fetch_bundle(upstream(), athlete)
+
+
+@st.cache_resource(max_entries=64)
+def policy_from_text(text: str) -> Policy:
+    """Parsed once per distinct text; a PolicyError is raised (and not cached) for a bad one."""
+    return parse_policy(text)
+
+
+@st.cache_resource(max_entries=16)
+def draft_check(text: str) -> pg.DraftCheck:
+    """The draft validated once per distinct text, a bad one too (its problems), so a rerun that
+    did not change the draft parses nothing. Parsing uses libyaml's C loader where installed."""
+    return pg.check_draft(text, policy_from_text)
+
+
+@st.cache_resource(max_entries=8)
+def classifier_for(_config: pg.ModelConfig, cache_key: tuple[str, ...]) -> OpenAIClassifier:
+    return OpenAIClassifier(api_key=_config.api_key, base_url=_config.base_url, model=_config.model,
+                            timeout_s=_config.timeout_s)
+
+
+@st.cache_data(max_entries=256, show_spinner="Deciding…")
+def decide(question: str, athlete: str, scope: str, tier: str, budget: int | None, cost_mode: str,
+           _policy: Policy, digest: str, source: str, version: str | None,
+           _config: pg.ModelConfig | None, model_key: tuple[str, ...]) -> Decision:
+    """Cached per inputs, policy digest and origin and model configuration, so a model is asked once."""
+    classifier = classifier_for(_config, model_key) if _config is not None else None
+    return select(question, bundle_for(athlete), _policy, scope=scope, tier=tier, budget=budget,
+                  cost_mode=cost_mode, classifier=classifier, policy_source=source,  # type: ignore[arg-type]
+                  policy_version=version)
+
+
+@st.cache_resource(max_entries=4)
+def open_store(url: str) -> PolicyStore:
+    """One store (connection pool) per URL, shared by every session: saves from any of them,
+    or from the CLI, are read back on each rerun."""
+    return PolicyStore(url)
+
+
+@st.cache_resource(max_entries=4)
+def sample_questions(path: str, mtime: float) -> QuestionSet:
+    return read_questions(path)
+
+
+@st.cache_resource(max_entries=4)
+def uploaded_questions(data: bytes, name: str) -> QuestionSet:
+    return pg.parse_question_upload(data, name)
+
+
+def lint_of(policy: Policy) -> list[Finding]:
+    return policy.derived("playground:lint", lint_policy)
+
+
+def checked_in_text() -> str:
+    return read_policy_text(DEFAULT_POLICY_PATH)
+
+
+def secrets_settings() -> dict[str, str]:
+    """Model settings from `.streamlit/secrets.toml`; {} when there is no such file."""
+    try:
+        return {k: str(st.secrets[k]) for k in pg.MODEL_SETTING_KEYS if k in st.secrets}
+    except FileNotFoundError:
+        return {}
+    except Exception:  # a malformed secrets.toml must not take the page down
+        return {}
+
+
+def upload_cap(limit: int) -> int:
+    """Streamlit's own cap (whole MB), set above ours: a file a little over our limit then gets our
+    message inline, where the result would be, instead of a red chip explaining only on hover."""
+    return 2 * math.ceil(limit / (1024 * 1024))
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:10]

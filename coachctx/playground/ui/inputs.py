@@ -1,0 +1,102 @@
+"""The inputs above the tabs (question, athlete, time horizon, tier, cost mode) and the sidebar (the policy in use, the model)."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from coachctx import playground as pg
+from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.playground.ui.cache import bundle_for, secrets_settings, upstream
+from coachctx.playground.ui.callbacks import use_example
+from coachctx.playground.ui.state import Policies, StoreView
+from coachctx.playground.ui.url import open_tab
+
+
+def render_inputs(policies: Policies) -> pg.ViewState:
+    """The question and the four choices, as select boxes: they never clip, from 1024 px up."""
+    ss = st.session_state
+    if "budget" in ss:  # keep the custom budget while its input is hidden (unrendered widgets lose state)
+        ss["budget"] = ss["budget"]
+    q, examples = st.columns([5, 1.2], vertical_alignment="bottom")
+    q.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
+                 placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
+    with examples.popover("Examples", icon=":material/lightbulb:", width="stretch"):
+        for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
+            st.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
+    tiers = [*policies.working.tiers, "custom"]
+    if ss.get("tier") not in tiers:
+        ss["tier"] = tiers[0]
+    athletes = upstream().athletes()
+    c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.2, 1.0])
+    athlete = c1.selectbox("Athlete", athletes, key="athlete",
+                           format_func=lambda a: pg.athlete_label(a, bundle_for(a), upstream().describe(a)),
+                           help="Sample athletes (sample_athletes/): each one shows a case — a service down, "
+                                "data never computed, empty fields, another language.")
+    scope = c2.selectbox("Time horizon", list(SCOPE_REQUESTS), key="scope",
+                         format_func=lambda s: pg.SCOPE_LABELS.get(s, s),
+                         help="scope: 'from the question' (auto) reads words like 'today' or 'next week'; the "
+                              "others force a horizon, whose modifiers promote, demote or drop facts.")
+    with c3:
+        tier = st.selectbox(
+            "Tier", tiers, key="tier",
+            format_func=lambda t: f"{t} · {policies.working.tiers[t]} tokens" if t in policies.working.tiers
+            else "custom budget",
+            help="The token budget for the optional (secondary) facts; the essential (primary) ones are "
+                 "always sent.")
+        budget = None
+        if tier == "custom":
+            budget = int(st.number_input("Custom budget (tokens)", min_value=0, max_value=pg.MAX_URL_BUDGET,
+                                         step=10, key="budget"))
+    cost_mode = c4.selectbox("Count costs", list(COST_MODES), key="cost_mode",
+                             format_func=lambda m: pg.COST_LABELS.get(m, m),
+                             help="Which cost the budget spends: estimated (`hand`, from the fragment registry) "
+                                  "or measured (`measured`, the rendered line counted with tiktoken). The table "
+                                  "shows both.")
+    return pg.ViewState(question=ss.get("question") or "", athlete=athlete, scope=scope or "auto",
+                        tier=tier or tiers[0], budget=budget, cost_mode=cost_mode or "hand",
+                        policy_digest=policies.working.digest, draft_id=ss.get("draft_id"), tab=open_tab())
+
+
+def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -> pg.ModelConfig | None:
+    ss = st.session_state
+    with st.sidebar:
+        st.header("Policy in use")
+        working = policies.working
+        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · fingerprint (digest) `{working.digest}`")
+        if working.digest != policies.checked_in.digest:
+            st.caption(f"The checked-in policy is `{policies.checked_in.digest}`.")
+        live = sv.label_map.get("live")
+        if live is not None and origin.version != str(live.version):
+            st.caption(f"`live` points at version {live.version}; “Use version {live.version} (live) here” in the "
+                       "Versions tab decides with it.")
+        if not policies.draft.ok:
+            st.error(f"The draft has {len(policies.draft.problems)} problem(s); the decision uses the last valid "
+                     "version. See the Policy editor tab.")
+        link = ss.get("link_digest")
+        if link and link != working.digest and ss.get("draft_restored") is None:
+            st.warning(f"The address names policy `{link}`, but this page decides with `{working.digest}`, so "
+                       "the decision may differ from the one that address was made for. To decide with that "
+                       "policy, import its exported YAML (Policy editor) or load its version (Versions).")
+        for note in ss.get("url_notes") or []:
+            st.info(f"Address: {note}")
+        if ss.get("draft_keep_error"):
+            st.warning(f"Your draft is not kept across reloads: {ss['draft_keep_error']}. Export it to keep it.")
+        elif ss.get("draft_kept") is not None:
+            st.caption(f"Your draft is kept in the policy store (draft `{ss['draft_id']}`, in the address): a "
+                       "reload or a restart brings it back. Save it as a version to share it.")
+        st.caption("Share this view: copy the address bar. It holds the question, athlete, time horizon, tier "
+                   "and cost mode, and the draft (on this server) or the policy digest.")
+
+        st.header("Model (optional)")
+        st.text_input("OpenAI API key for this session", type="password", key="typed_api_key",
+                      help="Kept in this browser session only; never written anywhere.")
+        config = pg.resolve_model_config(os.environ, secrets_settings(), ss.get("typed_api_key"))
+        if config is None:
+            st.caption("No model configured: unsure routing falls back to keyword scores, and reply generation "
+                       "is off. Everything else works.")
+        else:
+            st.caption(f"Model `{config.model}` at {config.base_url or 'api.openai.com'} (from {config.source}).")
+            st.checkbox("Ask the model when the rules are unsure", value=True, key="use_model")
+    return config

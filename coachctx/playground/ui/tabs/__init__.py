@@ -1,0 +1,1 @@
+"""One module per tab; `page.TABS` lists them in order."""

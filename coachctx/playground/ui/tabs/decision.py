@@ -1,0 +1,158 @@
+"""The Decision tab: how the question was routed, which facts are sent and withheld and why."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from coachctx import playground as pg
+from coachctx.engine.decision import Decision
+from coachctx.playground.ui.cache import bundle_for
+from coachctx.playground.ui.state import Context
+from coachctx.playground.ui.tabs.suggest import render_label_control
+
+
+def tab_decision(ctx: Context) -> None:
+    d = ctx.decision
+    if d is None:
+        st.info(ctx.decision_error or "Type a question above to see the decision.")
+        return
+    render_headline(d)
+    render_routing(d)
+    render_selection(d)
+    render_label_control(d.to_json(), key="label_decision", store=ctx.store.store, store_error=ctx.store.error)
+    render_download(d, ctx)
+
+
+def render_headline(d: Decision) -> None:
+    """What a coach reads first: how it was decided, the counts, what is sent and withheld, the audit."""
+    i = d.intent
+    st.markdown(pg.routing_headline(d))
+    m = st.columns(5)
+    m[0].metric("Decided by", pg.SOURCE_WORDS.get(i["source"], i["source"]),
+                help=f"Routing source `{i['source']}`: keywords (`rules`) were decisive, the model chose "
+                     "(`model`), or the rules were unsure and no model answered (`fallback`: a best guess from "
+                     "the keyword scores).")
+    m[1].metric("Facts sent", f"{len(d.selected)} of {len(d.fragments)}",
+                help="Fragments: the eleven facts the services can supply about an athlete.")
+    m[2].metric("Coverage", f"{d.coverage:.0%}", help="Share of the requested facts the services supplied.")
+    m[3].metric("Confidence", f"{d.confidence:.0%}",
+                help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
+    m[4].metric("Prompt tokens", d.tokens["prompt"], help="A prompt with everything in it (the naive prompt: the "
+                f"whole bundle as JSON) would be {d.tokens['naive']} tokens.",
+                delta=f"{d.tokens['saved_pct']:g}% smaller", delta_color="off", delta_arrow="off")
+    st.markdown(pg.decision_summary(d))
+    if d.warnings:
+        for w in d.warnings:
+            st.warning(f"**Audit warning:** {w}", icon=":material/warning:")
+    else:
+        st.success("Audit: no warnings for this decision.", icon=":material/verified:")
+
+
+def render_routing(d: Decision) -> None:
+    i = d.intent
+    st.subheader("1 · Routing: which intent is this question?")
+    left, right = st.columns([3, 2])
+    with left:
+        st.vega_lite_chart(spec=pg.routing_chart(d), width="stretch")
+        st.caption(f"Confident only if the top score ≥ threshold {i['threshold']:g} (red line) and it leads the "
+                   f"runner-up by ≥ margin {i['required_margin']:g} (a runner-up inside the orange band means unsure).")
+    with right:
+        st.markdown(f"**Why:** {i['reason']}")
+        if i["source"] != "rules" and len(i["contenders"]) > 1:
+            st.markdown(f"**Possible intents** (contenders): {', '.join(i['contenders'])} — routing is uncertain, "
+                        "so every one of them gets its essential facts, and a fact one of them needs is kept even "
+                        "if another excludes it.")
+        elif i["source"] != "rules":
+            st.markdown(f"**Possible intents** (contenders): only {i['contenders'][0]} — no other intent is "
+                        "within the margin.")
+        if i.get("model"):
+            st.markdown(f"**Model:** {pg.model_answer(i['model'])}")
+        if i.get("matched_nothing"):
+            st.info(f"No vocabulary matched. Scripts seen in the question: {', '.join(i.get('scripts') or []) or 'none'}. "
+                    "Add terms in this language to the vocabulary (Policy editor) to route it by rules.")
+        terms = pg.matched_terms_frame(d)
+        if not terms.empty:
+            st.dataframe(terms, hide_index=True, width="stretch",
+                         column_config={"weight": st.column_config.NumberColumn(format="%.2g")})
+        scope = d.scope
+        if scope["effective"]:
+            how = (f"inferred from {', '.join(repr(w) for w in scope['inferred_from'])}" if scope["inferred_from"]
+                   else "chosen above")
+            st.markdown(f"**Time horizon:** {scope['effective']} ({how})")
+        else:
+            st.markdown("**Time horizon:** none — no scope words in the question, so no scope modifiers apply")
+
+
+
+def render_selection(d: Decision) -> None:
+    st.subheader("2 · Selection: what the model sees, and why")
+    st.markdown(f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
+                f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{pg.COST_LABELS.get(d.tokens['cost_mode'], d.tokens['cost_mode'])}** "
+                f"(`{d.tokens['cost_mode']}`). "
+                "Primary context is never cut by the budget.")
+    sent, held = st.columns(2)
+    with sent, st.container(key="sent_fragments"):
+        st.markdown(f"**:green[Sent to the model ({len(d.selected)})]**, in prompt order")
+        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
+                              for f in d.fragments if f.status == "selected") or "_nothing_")
+    with held, st.container(key="withheld_fragments"):
+        withheld = [f for f in d.fragments if f.status == "withheld"]
+        st.markdown(f"**:red[Withheld ({len(withheld)})]**")
+        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
+                              for f in withheld) or "_nothing_")
+
+    st.markdown("**All eleven facts**, one per row — open a row for why in full, the line sent, both costs and "
+                "the technical names")
+    with st.container(key="fact_rows"):
+        for f in d.fragments:
+            title, body = pg.fragment_row(f, d)
+            with st.expander(title):
+                st.markdown(body)
+    with st.expander("The same as a table (sortable; scroll right for every column)"):
+        render_fragments_table(d)
+    with st.expander("Services for this athlete"):
+        st.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
+
+
+def render_download(d: Decision, ctx: Context) -> None:
+    budget = ctx.view.budget if ctx.view.tier == "custom" else None
+    st.download_button(
+        "Download this decision as a trace", key="download_trace", icon=":material/download:", on_click="ignore",
+        data=pg.decision_trace_json(d, bundle_for(d.athlete), cost_mode=d.tokens["cost_mode"], budget=budget),
+        file_name=f"coachctx-trace-{d.athlete}-{d.policy['digest']}.json", mime="application/json")
+    version = d.policy.get("version")
+    st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
+               f"as `{d.policy['source']}`" + (f", stored version {version}" if version else "")
+               + f" (fingerprint `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
+
+
+def render_fragments_table(d: Decision) -> None:
+    frame = pg.fragments_frame(d)
+    st.dataframe(
+        frame.style.apply(_status_colors, axis=1), hide_index=True, width="stretch", key="fragments_table",
+        height=35 * (len(frame) + 1) + 12,
+        column_config={
+            "#": st.column_config.NumberColumn("#", width=30, help="Prompt order"),
+            "fact": st.column_config.TextColumn("fact", width="medium", pinned=True,
+                                                help="The fact in plain words; its technical (fragment) name is "
+                                                     "in the last column"),
+            "status": st.column_config.TextColumn("status", width="small"),
+            "why": st.column_config.TextColumn("why", width="large", help="In full in the rows above"),
+            "role": st.column_config.TextColumn("role", help="primary: always sent when available; secondary: "
+                                                             "sent while the tier's budget lasts"),
+            "cost": st.column_config.NumberColumn("cost", help=f"Tokens the budget counted ({d.tokens['cost_mode']})"),
+            "line": st.column_config.TextColumn("line sent to the model", width="large"),
+            "hand": st.column_config.NumberColumn("estimated", help="Hand-assigned cost from the fragment registry "
+                                                                    "(`hand`)"),
+            "measured": st.column_config.NumberColumn("measured", help="The rendered line counted with tiktoken"),
+            "reasons": st.column_config.TextColumn("reason codes", help="As in the Decision JSON"),
+            "fragment": st.column_config.TextColumn("fragment (technical name)"),
+        },
+    )
+
+
+def _status_colors(row: pd.Series) -> list[str]:
+    color = "background-color: rgba(46, 160, 67, 0.12)" if str(row["status"]).endswith("selected") \
+        else "background-color: rgba(128, 128, 128, 0.10)"
+    return [color] * len(row)
