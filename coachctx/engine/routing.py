@@ -574,13 +574,23 @@ Spanish "recuperar"): their terms stay readable in each other's questions."""
 def _false_friend(entry: _Term, own: str, matched: Sequence[str]) -> bool:
     """A word of the question's own language is not another, unrelated language's term: in a
     question written in English, "tired" is not Spanish "tirada". True when the term is of
-    another language family and every word it matched is an everyday word of the question's
-    language and not of the term's; a word both languages use keeps the term."""
+    another language family, the question's words are not the term as written (a loanword spelt
+    the same, "marathon" in Dutch or "pasta" in Spanish, is the same word), and every word it
+    matched is an everyday word of the question's language and not of the term's; a word both
+    languages use keeps the term."""
     if not entry.language or entry.language == own or any(
             own in family and entry.language in family for family in LANGUAGE_FAMILIES):
         return False
+    if tuple(matched) == _written(entry.term, entry.language):
+        return False
     table = everyday_languages()
     return all(own in (langs := table.get(w, {})) and entry.language not in langs for w in matched)
+
+
+@lru_cache(maxsize=100_000)
+def _written(term: str, language: str) -> tuple[str, ...]:
+    """The words of a term as a question writes them (normalised, no `=`)."""
+    return tokenise(term_matching(term, language)[0]).words
 
 
 _COMPILED: dict[str, TermMatcher] = {}

@@ -73,6 +73,9 @@ class TestScore:
         assert score("mañana hago una tirada larga", p).matched["training"] == (("tirada", 1.0),)
         # an English question that uses the Spanish word itself still meets the Spanish term
         assert score("tired after the tirada", p).matched["training"] == (("tirada", 1.0),)
+        # a loanword spelt as the term is the same word: English "marathon" in a Dutch question
+        m = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"en": {"marathon": 1.5}}})
+        assert score("ik loop zondag een marathon", m).matched["training"] == (("marathon", 1.5),)
         # a word everyday in both languages keeps the term: Danish and Norwegian share most words
         q = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"no": {"trene": 1.0}}})
         assert score("kan jeg stadig trene i dag", q).scores["training"] == 1.0
