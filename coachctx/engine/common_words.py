@@ -31,13 +31,14 @@ def function_words() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
-def everyday_languages() -> Mapping[str, Mapping[str, int]]:
-    """Word -> {language: its rank among that language's 5,000 commonest words} (spaced scripts)."""
-    languages: dict[str, dict[str, int]] = {}
+def everyday_languages() -> Mapping[str, Mapping[str, float]]:
+    """Word -> {language: its vote} for each spaced-script language among whose 5,000 commonest
+    words it is: log(5,001 / (rank + 1)), so the commonest words vote hardest."""
+    languages: dict[str, dict[str, float]] = {}
     for line in gzip.decompress(EVERYDAY_WORDS_FILE.read_bytes()).decode("utf-8").splitlines():
         language, _, words = line.partition("\t")
         for rank, word in enumerate(words.split()):
-            languages.setdefault(word, {})[language] = rank
+            languages.setdefault(word, {})[language] = math.log(EVERYDAY_LIMIT / (rank + 1))
     return languages
 
 
@@ -49,8 +50,8 @@ def question_language(words: Sequence[str]) -> str | None:
     table = everyday_languages()
     votes: dict[str, float] = {}
     for word in words:
-        for language, rank in table.get(word, {}).items():
-            votes[language] = votes.get(language, 0.0) + math.log(EVERYDAY_LIMIT / (rank + 1))
+        for language, vote in table.get(word, {}).items():
+            votes[language] = votes.get(language, 0.0) + vote
     if not votes:
         return None
     ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -358,7 +358,7 @@ class TermMatcher:
         found: dict[tuple[str, str], _Term] = {}
         at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
         words = tokens.words
-        own = question_language(words)
+        own = _language_of(tokens)
 
         def add(entries: tuple[_Term, ...], i: int, n: int) -> None:
             for entry in entries:
@@ -585,6 +585,14 @@ def _false_friend(entry: _Term, own: str, matched: Sequence[str]) -> bool:
         return False
     table = everyday_languages()
     return all(own in (langs := table.get(w, {})) and entry.language not in langs for w in matched)
+
+
+def _language_of(tokens: Tokens) -> str | None:
+    """`question_language` of the question's words, once per question for every matcher."""
+    key = "question_language"
+    if key not in tokens.memo:
+        tokens.memo[key] = question_language(tokens.words)
+    return tokens.memo[key]  # type: ignore[return-value]
 
 
 @lru_cache(maxsize=100_000)
