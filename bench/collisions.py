@@ -23,8 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
+from coachctx.engine.matching import term_matching
 from coachctx.engine.policy import LANGUAGES, Policy, load_policy
-from coachctx.engine.routing import term_matching
 from coachctx.engine.text import UNSPACED, normalise, script_of, stem, stem_variants, tokenise
 
 WORDFREQ_CODES: Final[Mapping[str, str]] = {"no": "nb"}

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
+from coachctx.engine.matching import fuzzy_distance
 from coachctx.engine.policy import LANGUAGES
-from coachctx.engine.routing import fuzzy_distance
 from coachctx.engine.text import normalise, unstretch
 
 TOP: Final = 10_000

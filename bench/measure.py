@@ -20,17 +20,11 @@ from bench.workload import ROOT, LogRow, Row, oracle_tokens, question_log, rebui
 from coachctx.engine.audit import audit
 from coachctx.engine.availability import CostMode, FragmentFact, facts
 from coachctx.engine.decision import Decision
+from coachctx.engine.matching import clinical_terms_in, forget_words, infer_scope, named_fragments_in
 from coachctx.engine.pipeline import check_question, plan_for, select
 from coachctx.engine.plan import Plan
 from coachctx.engine.policy import Policy
-from coachctx.engine.routing import (
-    ModelAnswer,
-    clinical_terms_in,
-    forget_words,
-    infer_scope,
-    named_fragments_in,
-    route,
-)
+from coachctx.engine.routing import ModelAnswer, route
 from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
 from coachctx.engine.text import tokenise
 from coachctx.engine.token_count import count_tokens, encoding

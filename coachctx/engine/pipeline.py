@@ -18,20 +18,14 @@ from coachctx.engine.budget import SpendBudget
 from coachctx.engine.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
 from coachctx.engine.fragments import BY_NAME
 from coachctx.engine.lookup import Named, evidence_of, lookup
+from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in
 from coachctx.engine.modifiers import ApplyScope
 from coachctx.engine.plan import MISSING, Plan
 from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy
 from coachctx.engine.prompt import build_naive_prompt, build_prompt, system_block
 from coachctx.engine.prompt import naive_tokens as naive_tokens_of
 from coachctx.engine.prompt import prompt_tokens as prompt_tokens_of
-from coachctx.engine.routing import (
-    Classifier,
-    Route,
-    clinical_terms_in,
-    infer_scope,
-    named_fragments_in,
-    route,
-)
+from coachctx.engine.routing import Classifier, Route, route
 from coachctx.engine.services import Bundle
 from coachctx.engine.text import tokenise
 from coachctx.engine.token_count import count_once

@@ -292,7 +292,7 @@ _WORDS: Final = re.compile(r"[^\W_]+")
 
 
 def _term_work(term: str, language: str) -> int:
-    """The phrase keys `routing.TermMatcher` files a term under (each word of a spaced script
+    """The phrase keys `matching.TermMatcher` files a term under (each word of a spaced script
     under its stem and, when it has accents, under its accent-folded stem too), times the parts
     of the phrase `lint` compares. Counted on words as a regex splits them: close to the
     tokeniser, and cheap enough to run on every term of every policy loaded."""

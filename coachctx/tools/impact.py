@@ -24,22 +24,21 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from coachctx.engine.availability import CostMode, FragmentFact, facts
-from coachctx.engine.pipeline import max_words_for, plan_for
-from coachctx.engine.policy import Policy
-from coachctx.engine.prompt import chat_tokens, system_block
-from coachctx.engine.prompt import system_tokens as system_tokens_of
-from coachctx.engine.routing import (
-    Route,
+from coachctx.engine.matching import (
     clinical_matcher,
     clinical_terms_in,
     compile_matchers,
     fragment_matcher,
     infer_scope,
     named_fragments_in,
-    route,
     scope_matcher,
     vocabulary_matcher,
 )
+from coachctx.engine.pipeline import max_words_for, plan_for
+from coachctx.engine.policy import Policy
+from coachctx.engine.prompt import chat_tokens, system_block
+from coachctx.engine.prompt import system_tokens as system_tokens_of
+from coachctx.engine.routing import Route, route
 from coachctx.engine.services import Bundle, ConditionsCache, FixtureUpstream, Upstream, fetch_bundle
 from coachctx.engine.text import Tokens, tokenise
 from coachctx.engine.token_count import count_once

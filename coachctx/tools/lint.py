@@ -2,7 +2,7 @@
 (code, severity, path inside the document, message) that `check-policy` prints as warnings
 and the app shows next to the editor.
 
-Terms are compared as routing matches them (`routing.TermMatcher`): stemmed phrases for spaced
+Terms are compared as routing matches them (`matching.TermMatcher`): stemmed phrases for spaced
 scripts, substrings for Han/Kana, prefixes for Hangul. Two terms are the *same* when they
 match the same words ("race" and "races"); one *covers* the other when every question that
 matches the longer also matches the shorter ("sore tendon" and "sore").
@@ -20,8 +20,9 @@ from functools import lru_cache
 from typing import Final, Literal
 
 from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.matching import filed_under
 from coachctx.engine.policy import INTENTS, SCOPES, Policy
-from coachctx.engine.routing import filed_under, is_confident
+from coachctx.engine.routing import is_confident
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
                    "weak-vocabulary", "missing-language", "no-unmatched-set"]
@@ -104,7 +105,7 @@ class _Key:
 
 
 def _term_keys(policy: Policy) -> dict[str, list[_Key]]:
-    """Each intent's terms as routing matches them (`routing.filed_under`)."""
+    """Each intent's terms as routing matches them (`matching.filed_under`)."""
     out: dict[str, list[_Key]] = {}
     for intent, by_language in policy.vocabulary.items():
         keys = out.setdefault(intent, [])

@@ -24,16 +24,10 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from coachctx.engine.common_words import function_words
+from coachctx.engine.matching import TermMatcher, filed_under, term_matching, vocabulary_matcher
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS
 from coachctx.engine.policy import INTENTS, LANGUAGES, Policy, validate_policy
-from coachctx.engine.routing import (
-    TermMatcher,
-    filed_under,
-    is_confident,
-    score,
-    term_matching,
-    vocabulary_matcher,
-)
+from coachctx.engine.routing import is_confident, score
 from coachctx.engine.text import Tokens, script_of, stem_variants, tokenise
 from coachctx.errors import InputError
 from coachctx.reading import file_path, parse_json, read_text

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from engine_support import dev_rows
 
+from coachctx.engine.matching import TermMatcher
 from coachctx.engine.policy import Policy
-from coachctx.engine.routing import TermMatcher, score
+from coachctx.engine.routing import score
 from coachctx.engine.text import tokenise
 
 EDITS = [("injury", "en", "shin splints", 2.0), ("recovery", "de", "Erholungsphase", 1.5),

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from coachctx.engine.decision import Decision
 from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.matching import named_fragments_in
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, select
 from coachctx.engine.policy import INTENTS, Policy
-from coachctx.engine.routing import named_fragments_in
 from coachctx.engine.services import Bundle
 from coachctx.errors import InputError
 

@@ -9,14 +9,13 @@ from typing import Any
 import pytest
 from engine_support import MINI_VOCABULARY, PAIN, StubClassifier, derive_policy, with_vocabulary
 
+from coachctx.engine.matching import clinical_terms_in, infer_scope
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.routing import (
     ModelAnswer,
     Scores,
     clean_label,
-    clinical_terms_in,
     contenders_of,
-    infer_scope,
     is_confident,
     route,
     score,

@@ -11,8 +11,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from coachctx.engine.common_words import common_words, function_words
-from coachctx.engine.policy import Policy
-from coachctx.engine.routing import (
+from coachctx.engine.matching import (
     ALGORITHMS,
     COMPOUNDING,
     STEMMER_SCRIPTS,
@@ -23,6 +22,7 @@ from coachctx.engine.routing import (
     vocabulary_matcher,
     word_stems,
 )
+from coachctx.engine.policy import Policy
 from coachctx.engine.text import letter_scripts, stem
 from coachctx.engine.token_count import count_once, count_tokens, encoding
 

@@ -14,8 +14,9 @@ from openai_server import ChatBehaviour, ChatServer
 from bench.corpus import CORPUS
 from bench.suggest import thinned
 from coachctx.cli import main
+from coachctx.engine.matching import filed_under
 from coachctx.engine.policy import Policy
-from coachctx.engine.routing import filed_under, route
+from coachctx.engine.routing import route
 from coachctx.errors import InputError
 from coachctx.tools.suggest import Edit, LabelledRow, apply_edits, learn, read_labelled, suggest
 
