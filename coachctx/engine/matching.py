@@ -364,14 +364,17 @@ class TermMatcher:
                     continue
                 # the same words met through two languages' terms ("train" and Dutch
                 # "trainen") are one piece of evidence: the heavier term counts
+                key = (entry.label, entry.term)
                 other = at_span.get((entry.label, i, n))
-                if other is not None and other != (entry.label, entry.term):
+                if other is not None and other != key:
                     if found[other].weight >= entry.weight:
                         continue
                     del found[other]
-                if (entry.label, entry.term) not in found:
-                    found[(entry.label, entry.term)] = entry
-                    at_span[(entry.label, i, n)] = (entry.label, entry.term)
+                    # the span's evidence is now this term, even when another span found it first
+                    at_span[(entry.label, i, n)] = key
+                if key not in found:
+                    found[key] = entry
+                    at_span[(entry.label, i, n)] = key
 
         # one memo lookup per word: the phrases it starts, or, for a word the table does not know,
         # its fuzzy and compound readings (looked at below)
