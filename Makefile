@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run demo test lint bench clean
+.PHONY: run demo test fuzz lint bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ demo: $(VENV)/.installed-run
 ## test: lint, type-check and the whole suite (browser test included)
 test: $(VENV)/.installed lint
 	$(BIN)/python -m pytest
+
+## fuzz: the property tests with fresh random examples (the suite's are fixed), ten rounds
+fuzz: $(VENV)/.installed
+	for i in 1 2 3 4 5 6 7 8 9 10; do \
+		$(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-profile=explore \
+			tests/engine/test_engine_properties.py tests/engine/test_engine_token_count.py \
+			tests/robustness/test_robustness_question.py || exit 1; \
+	done
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check coachctx tests app.py bench

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from coachctx.engine.policy import Policy, load_policy
 from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
@@ -12,6 +13,12 @@ from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
 ROOT = Path(__file__).resolve().parents[1]
 DEV_QUESTIONS = ROOT / "tests" / "data" / "questions" / "dev.yaml"
 DECISION_SCHEMA = ROOT / "schemas" / "decision.schema.json"
+
+# The suite draws the same examples on every run, so `make test` (and CI) cannot fail on a draw
+# nobody has seen; `make fuzz` draws fresh ones (a failure prints the example and its blob).
+settings.register_profile("suite", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile("suite")
 
 
 @pytest.fixture(autouse=True)

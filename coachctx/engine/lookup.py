@@ -7,7 +7,10 @@ other intents the question has evidence for.
 - Evidence beats exclusion, on every route: an intent that scored above zero but is no contender
   contributes its primaries, spent first in the budget order (`evidence_in_question`), and no
   exclude withholds a fragment an intent with evidence holds as primary (`kept_despite_exclude`).
-- A clinical question always carries `readiness_injury` as a primary (`clinical_question`).
+- A clinical question always carries `readiness_injury` as a primary (`clinical_question`), and
+  there the primaries of intents with evidence are primaries too: what a question with pain in it
+  has evidence for is never cut by the budget ("stress fracture, plan for the race?" keeps the
+  training readiness even when a third intent's evidence would have taken its tokens).
 - A fragment the question names through the policy's `fragment_terms` ("deadlift" names
   `baseline_strength`) is a secondary spent before the route's own (`evidence_in_question`), and no
   exclude withholds it: the question asked about that very fact.
@@ -75,6 +78,8 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
     if is_clinical and CLINICAL_FRAGMENT not in primary:
         primary.append(CLINICAL_FRAGMENT)
         from_evidence.pop(CLINICAL_FRAGMENT, None)
+    if is_clinical:
+        primary += [f for f in from_evidence if f not in primary]
     asked = [f for f in named if f not in primary]
     secondary = [f for f in _union([list(from_evidence), asked, *[i.secondary for i in intents]])
                  if f not in primary]
@@ -88,9 +93,11 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
             continue
         if state.name in from_evidence:
             who = from_evidence[state.name]
+            then = ("; the question sounds clinical, so the budget does not cut it" if is_clinical
+                    else ", so it is spent before generic secondaries")
             state = state.note(Reason(
                 "evidence_in_question", f"{who} has evidence in the question ({_terms(evidence[who])}) and "
-                                        f"holds it as primary, so it is spent before generic secondaries"))
+                                        f"holds it as primary{then}"))
         elif state.name in asked:
             state = state.note(_named_reason(state.name, named))
         if is_clinical and state.name == CLINICAL_FRAGMENT:

@@ -77,6 +77,26 @@ class TestLookup:
         assert _codes(original, "readiness_injury") == ["excluded"]
         assert _codes(original, "baseline_mobility") == ["not_requested"]
 
+    def test_evidence_primaries_are_spent_first_but_budgeted_without_pain(self, policy: Policy) -> None:
+        evidence = {"injury": [("sore", 1.0)], "recovery": [("tired", 1.0)], "training": [("race", 0.5)]}
+        plan = lookup(policy, "injury", ["injury"], evidence=evidence)
+        for name in ("readiness_recovery", "readiness_training"):
+            assert (plan[name].role, plan[name].codes[0]) == ("secondary", "evidence_in_question"), name
+        # on the free tier's 50 tokens the first evidence line (recovery scored more) takes them all
+        spent = SpendBudget(50, {s.name: 45 for s in plan.fragments})(plan)
+        assert "readiness_recovery" in spent.selected and "readiness_training" not in spent.selected
+
+    def test_with_pain_evidence_primaries_are_primaries_the_budget_cannot_cut(self, policy: Policy) -> None:
+        # the shape of 疲労骨折 に向け ("stress fracture", "toward"): fatigue inside the clinical term
+        # gave recovery more evidence than training, and the training readiness lost the free budget
+        evidence = {"injury": [("sore", 1.0)], "recovery": [("tired", 1.0)], "training": [("race", 0.5)]}
+        plan = lookup(policy, "injury", ["injury"], evidence=evidence, clinical=["sore"])
+        for name in ("readiness_recovery", "readiness_training", "training_block"):
+            assert plan[name].role == "primary", name
+            assert "the question sounds clinical, so the budget does not cut it" in plan[name].reasons[0].detail
+        spent = SpendBudget(0, {s.name: 45 for s in plan.fragments})(plan)
+        assert {"readiness_injury", "readiness_recovery", "readiness_training"} <= set(spent.selected)
+
     def test_a_secondary_wanted_by_one_contender_is_kept_despite_another_s_exclude(self, policy: Policy) -> None:
         plan = lookup(policy, "recovery", ["recovery", "conditions"])
         state = plan["conditions_today"]
