@@ -30,11 +30,12 @@ from coachctx.engine.services import Bundle
 
 # Floors at what the test half has reached (2026-12-03, second session: route 94.2%, needs 98.3%,
 # in-domain matching nothing 2.9%, median prompt +23.5%; 2026-12-04: route 95.3%, needs 98.6%, 1.9%,
-# +23.2%); issue 8's targets are 93% / 98% / 3% / +15%. Only ever raised.
+# +23.2%; later that day +14.3%, once the prompt lines stopped repeating the fragment's name and a
+# bullet before their own label); issue 8's targets are 93% / 98% / 3% / +15%. Only ever raised.
 MIN_ROUTE_ACCURACY = 0.95
 MIN_NEEDS_RECALL = 0.985
 MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
-MAX_PROMPT_GROWTH = 0.25
+MAX_PROMPT_GROWTH = 0.15
 
 # The hold-out set (corpus/holdout.yaml) was written after the second session's vocabulary work. At
 # the start of that session's work it scored route 92.3%, needs 96.7%, 3.7% in-domain matching

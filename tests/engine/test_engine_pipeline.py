@@ -13,6 +13,7 @@ from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, select
 from coachctx.engine.plan import REASON_CODES, WITHHOLDING
 from coachctx.engine.policy import Policy
+from coachctx.engine.prompt import CONTEXT_HEADER
 from coachctx.engine.services import Bundle
 from coachctx.errors import InputError
 
@@ -111,8 +112,8 @@ class TestDecision:
         d = select(PAIN, maya, policy)
         assert sorted(f.name for f in d.fragments) == sorted(FRAGMENT_NAMES)
         assert list(d.selected) == [f.name for f in d.fragments if f.status == "selected"]
-        lines = d.prompt["messages"][0]["content"].splitlines()
-        assert [line.split(":", 1)[0][2:] for line in lines if line.startswith("- ")] == list(d.selected)
+        context = d.prompt["messages"][0]["content"].split(CONTEXT_HEADER + "\n", 1)[1]
+        assert context.split("\n") == [d.fragment(name).line for name in d.selected]
 
     def test_costs_follow_the_cost_mode(self, policy: Policy, maya: Bundle) -> None:
         hand = select(PAIN, maya, policy, cost_mode="hand")

@@ -323,7 +323,7 @@ class TestAvailability:
         system = d.prompt["messages"][0]["content"]
         context = system.split(CONTEXT_HEADER, 1)[1].strip().split("\n")
         assert len(context) == len(d.selected)
-        assert [line.split(":", 1)[0] for line in context] == [f"- {n}" for n in d.selected]
+        assert context == [d.fragment(n).line for n in d.selected]
         assert any("ignore previous instructions" in line for line in context)
 
 
@@ -484,7 +484,7 @@ class TestPrompt:
     def test_context_lines_in_prompt_order_under_a_data_header(self) -> None:
         prompt = build_prompt("SYS", [("a", "first"), ("b", "second")], "Q?")
         assert prompt.messages == [
-            {"role": "system", "content": f"SYS\n\n{CONTEXT_HEADER}\n- a: first\n- b: second"},
+            {"role": "system", "content": f"SYS\n\n{CONTEXT_HEADER}\nfirst\nsecond"},
             {"role": "user", "content": "Q?"},
         ]
         assert prompt.tokens == count_messages(prompt.messages)

@@ -43,7 +43,7 @@ from coachctx.tools.trace import json_text, make_trace, parse_trace, replay
 
 # keyword scores tie (training 2.0, injury 2.0), so the rules are unsure and the model is asked
 UNSURE = "Should I train through this pain?"
-MODEL_TIMEOUT_S = 0.3
+MODEL_TIMEOUT_S = 1.0  # generous: a loaded machine must not turn a broken answer into a timeout
 SERVER_STALL_S = 3.0
 
 

@@ -395,8 +395,8 @@ class TestReplayTampering:
     @pytest.mark.parametrize(("edit", "expected"), [
         (score_78_to_12, {"fragments.readiness_training.line", "prompt.messages[0].system",
                           "prompt.naive_messages[0].system"}),
-        (recorded_line("readiness_injury", "- readiness_injury: all clear"), {"fragments.readiness_injury.line"}),
-        (recorded_line("chronotype", "- chronotype: night owl"), {"fragments.chronotype.line"}),
+        (recorded_line("readiness_injury", "Injury-risk readiness today: all clear"), {"fragments.readiness_injury.line"}),
+        (recorded_line("chronotype", "Chronotype: night owl"), {"fragments.chronotype.line"}),
         (recorded_prompt, {"prompt.messages[0].system"}),
         (recorded_digest, {"policy.digest"}),
         (no_prompt, {"prompt.messages[0].system"}),
@@ -415,8 +415,8 @@ class TestReplayTampering:
         assert r.code == 0 and "exactly as recorded" not in r.out
         assert "  fragments.readiness_training.line: recorded " in r.out
         assert "  prompt.messages[0].system: differs" in r.out
-        assert "    - - readiness_training: Training readiness today: score 78" in r.out
-        assert "    + - readiness_training: Training readiness today: score 12" in r.out
+        assert "    - Training readiness today: score 78" in r.out
+        assert "    + Training readiness today: score 12" in r.out
         assert '    + …:09Z", "data": {"date": "2026-12-02", "training": {"score": 12, "band"' in r.out
 
     @TIMEOUT

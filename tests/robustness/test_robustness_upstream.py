@@ -17,6 +17,7 @@ from coachctx.engine.decision import Decision
 from coachctx.engine.fragments import FRAGMENTS, SERVICES, ServiceName
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import Policy
+from coachctx.engine.prompt import CONTEXT_HEADER
 from coachctx.engine.services import (
     Bundle,
     ConditionsCache,
@@ -109,9 +110,8 @@ def assert_lost_with_reason(decision: Decision, lost: Mapping[str, str]) -> None
         if fragment.role != "none":  # requested: the availability reason is what the user is shown
             assert withheld[name]["reason"] == code
             assert withheld[name]["detail"], name
-    prompt_text = decision.prompt["messages"][0]["content"]
-    for name in lost:
-        assert f"- {name}:" not in prompt_text
+    context = decision.prompt["messages"][0]["content"].partition(CONTEXT_HEADER)[2].split("\n")[1:]
+    assert context == [decision.fragment(name).line for name in decision.selected]
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ class TestEverythingDown:
         assert decision.coverage == 0.0
         assert decision.confidence == 0.0
         assert len(decision.prompt["messages"]) == 2
-        assert "ATHLETE CONTEXT" not in decision.prompt["messages"][0]["content"]
+        assert CONTEXT_HEADER not in decision.prompt["messages"][0]["content"]
         expected = EXPECTED_CODE[fault]
         for row in decision.withheld:
             fragment = decision.fragment(row["fragment"])
