@@ -305,8 +305,8 @@ def suggest_section(result: SuggestResult) -> list[str]:
 # --- 4. speed ----------------------------------------------------------------------------------
 
 
-def speed_section(pipeline: Sequence[Timing], impact: ImpactResult, app: AppResult, pinned: str,
-                  load: float, cores: int) -> list[str]:
+def speed_section(pipeline: Sequence[Timing], impact: ImpactResult, app: AppResult, server: AppResult,
+                  pinned: str, load: float, cores: int) -> list[str]:
     rows = [[t.name, f"{t.n:,}", f"{t.per_second:,.0f}", f"{t.p50_ms:.3f}" if t.p50_ms is not None else "-",
              f"{t.p99_ms:.3f}" if t.p99_ms is not None else "-", t.note] for t in pipeline]
     rows += [[t.name, f"{t.n:,}", f"{t.per_second:,.0f}", "-", "-", t.note] for t in impact.timings]
@@ -337,6 +337,15 @@ def speed_section(pipeline: Sequence[Timing], impact: ImpactResult, app: AppResu
         ]
     else:
         out += [f"App rerun: {app.note}."]
+    if server.measured:
+        out += [
+            "",
+            f"App rerun in a real server ({server.note}; the server and the browser inherit the pinning): first "
+            f"page load {server.first_run_s:.2f} s; over {len(server.reruns_s)} questions typed in, the rerun "
+            f"median is {statistics.median(server.reruns_s) * 1000:.0f} ms, max {max(server.reruns_s) * 1000:.0f} ms.",
+        ]
+    else:
+        out += ["", f"App rerun in a real server: {server.note}."]
     return out
 
 

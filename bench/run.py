@@ -7,6 +7,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +43,7 @@ from bench.report import (
     token_section,
     token_summary,
 )
+from bench.server_rerun import measure_server_rerun
 from bench.suggest import measure_suggest
 from bench.workload import DEV_QUESTIONS, ROOT, dev_rows, sample_bundles
 from coachctx.engine.fragments import FRAGMENTS
@@ -140,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     impact = measure_impact(rows, bundles, policy, n=int(100_000 * scale), n_distinct=int(100_000 * scale))
     step("speed: app")
     app = measure_app([r.q for r in rows[:5]])
+    step("speed: app in a real server and browser")
+    server = measure_server_rerun([r.q for r in rows[:10]])
     step("budget")
     budget = measure_budget(rows, bundles, policy)
     step("report")
@@ -190,7 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ["impact throughput", f"{impact.timings[0].per_second:,.0f} questions/s ({impact.timings[0].name})"],
         *([f"impact, {t.n:,} all-distinct questions" + (" (2 processes)" if "jobs=" in t.name else " (one core)"),
            f"{t.seconds:.1f} s"] for t in impact.timings[1:]),
-        ["app rerun, one question", f"{app.reruns_s[0]:.2f} s" if app.measured else app.note],
+        ["app rerun, one question (AppTest, in process)", f"{app.reruns_s[0]:.2f} s" if app.measured else app.note],
+        ["app rerun, real server + Chromium (median / max)",
+         f"{statistics.median(server.reruns_s) * 1000:.0f} / {max(server.reruns_s) * 1000:.0f} ms"
+         if server.measured else server.note],
         ["free tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in free)],
         ["paid tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in paid)],
     ]
@@ -211,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *quality_section(quality), "",
         *corpus_section(decided, baselines, by_language, BASELINE_COMMIT), "",
         *suggest_section(learned), "",
-        *speed_section(pipeline, impact, app, pinned, load_before[0], os.cpu_count() or 1), "",
+        *speed_section(pipeline, impact, app, server, pinned, load_before[0], os.cpu_count() or 1), "",
         *budget_section(budget, growth, hand_total), "",
         *machine_section(info), "",
     ]

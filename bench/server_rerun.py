@@ -1,0 +1,156 @@
+"""A playground rerun as a coach meets it: `streamlit run app.py` on a free 127.0.0.1 port, headless
+Chromium (Debian's /usr/bin/chromium through Playwright), a question typed into the box, and the time
+from the Enter key to the page saying its script has finished (`data-test-script-state` back to
+`notRunning`), read in the page's own clock.
+
+    python -m bench.server_rerun            print the figures for the dev questions
+
+AppTest (`bench.measure.measure_app`) times the script in process; this adds the server, the
+websocket round trip and the browser's rendering of the answer. Nothing leaves the machine: no model
+is configured and the server runs with its own throwaway policy store.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from bench.measure import AppResult
+from bench.workload import ROOT, dev_rows
+
+CHROMIUM: Final = os.environ.get("COACHCTX_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS: Final = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync"]
+START_TIMEOUT_S: Final = 60
+UI_TIMEOUT_MS: Final = 60_000
+MODEL_ENV: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")
+
+# Records every change of the app's script state with the page's clock, so a rerun too quick to
+# be seen by polling is still timed from the key press to the end of the run.
+_WATCH_STATE: Final = """() => {
+  window.__states = [];
+  const app = document.querySelector("[data-testid='stApp']");
+  new MutationObserver(() => window.__states.push([performance.now(), app.getAttribute('data-test-script-state')]))
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+_MARK: Final = "() => { window.__pressed = performance.now(); }"
+_FINISHED: Final = """() => window.__states.some(([t, s]) => t > window.__pressed && s === 'running')
+  && window.__states[window.__states.length - 1][1] === 'notRunning'"""
+_ELAPSED_MS: Final = "() => window.__states[window.__states.length - 1][0] - window.__pressed"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _start_server(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in MODEL_ENV}
+    env["COACHCTX_STORE"] = f"sqlite:///{workdir / 'store.sqlite'}"
+    log = (workdir / "server.log").open("wb")
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> str | None:
+    """None when the server answers its health check, else why not."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return f"streamlit exited with {proc.returncode}"
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return None
+        except OSError:
+            pass
+        time.sleep(0.25)
+    return f"streamlit was not healthy after {START_TIMEOUT_S} s"
+
+
+def _type_and_time(page: Any, question: str) -> float:
+    """Seconds from Enter to the end of the rerun it starts (the clock starts just before the key
+    press is sent, so Playwright's own round trip counts against us, not for us)."""
+    box = page.get_by_label("The athlete's question")
+    box.fill(question)
+    page.evaluate(_WATCH_STATE)
+    page.evaluate(_MARK)
+    box.press("Enter")
+    page.wait_for_function(_FINISHED, timeout=UI_TIMEOUT_MS)
+    return float(page.evaluate(_ELAPSED_MS)) / 1000
+
+
+def _drive(url: str, questions: Sequence[str]) -> tuple[float, list[float]]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as manager:
+        browser = manager.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            started = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
+                                   timeout=UI_TIMEOUT_MS)
+            first = time.perf_counter() - started
+            _type_and_time(page, "warm-up question")  # the first rerun compiles what the first run did not
+            return first, [_type_and_time(page, q) for q in questions]
+        finally:
+            browser.close()
+
+
+def measure_server_rerun(questions: Sequence[str]) -> AppResult:
+    """The first page load, then one rerun per question typed in, against a real server."""
+    try:
+        import playwright  # noqa: F401
+    except ImportError as e:
+        return AppResult(False, f"playwright is not installed ({e}): not measured")
+    if not Path(CHROMIUM).exists():
+        return AppResult(False, f"{CHROMIUM} is missing (apt-get install chromium): not measured")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="coachctx-bench-server-") as workdir:
+        proc = _start_server(port, Path(workdir))
+        try:
+            problem = _wait_healthy(url, proc)
+            if problem is not None:
+                return AppResult(False, f"{problem}: not measured")
+            first, reruns = _drive(url, questions)
+        except Exception as e:  # a browser that cannot start is a figure not measured, not a crash
+            return AppResult(False, f"the browser run failed ({type(e).__name__}: {str(e).splitlines()[0]})")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return AppResult(True, "`streamlit run` on 127.0.0.1 and headless Chromium, Enter to the end of the rerun",
+                     first, reruns, questions[0])
+
+
+def main() -> int:
+    result = measure_server_rerun([r.q for r in dev_rows()[:10]])
+    if not result.measured:
+        print(result.note)
+        return 1
+    print(f"{result.note}\nfirst page load {result.first_run_s:.2f} s; rerun median "
+          f"{statistics.median(result.reruns_s) * 1000:.0f} ms, max {max(result.reruns_s) * 1000:.0f} ms "
+          f"over {len(result.reruns_s)} questions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
