@@ -38,6 +38,8 @@ MODEL_ENV: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COAC
 # be seen by polling is still timed from the key press to the end of the run.
 _WATCH_STATE: Final = """() => {
   window.__states = [];
+  if (window.__watching) return;
+  window.__watching = true;
   const app = document.querySelector("[data-testid='stApp']");
   new MutationObserver(() => window.__states.push([performance.now(), app.getAttribute('data-test-script-state')]))
     .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
