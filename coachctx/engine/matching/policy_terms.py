@@ -9,7 +9,7 @@ from typing import Any, Final
 from coachctx.engine.matching.stems import part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher, table_fingerprint
 from coachctx.engine.policy import Policy
-from coachctx.engine.text import Tokens, tokenise
+from coachctx.engine.text import Tokens, clear_word_memos, tokenise
 
 _COMPILED: dict[str, TermMatcher] = {}
 _COMPILED_LIMIT: Final = 16
@@ -28,6 +28,7 @@ def compile_shared(table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> Te
             _COMPILED.pop(next(iter(_COMPILED)))
         found = _COMPILED[key] = TermMatcher.compile(table)
     return found
+
 
 
 def vocabulary_matcher(policy: Policy) -> TermMatcher:
@@ -90,13 +91,10 @@ def compile_matchers(policy: Policy) -> None:
 
 
 def forget_words(*policies: Policy) -> None:
-    """Empty every per-word memo (stems, phrase starts, fuzzy and compound readings), and the
+    """Empty every per-word memo (word splits, stems, phrase starts, fuzzy and compound readings), and the
     given policies' memoised routes: the state of a process that has never seen a question. For
     measuring never-seen questions."""
-    from coachctx.engine import text
-
-    text.stem.cache_clear()
-    text.unstretch.cache_clear()
+    clear_word_memos()
     word_stems.cache_clear()
     part_stems.cache_clear()
     for matcher in _COMPILED.values():
