@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
@@ -36,18 +36,21 @@ Spanish "tirada", "stretch" not Swedish "stretcha")."""
 WORDFREQ_CODES: Final = {"no": "nb"}
 
 
-def common_words(top: int = TOP, *, typo_length_only: bool = True) -> list[str]:
+def _spaced_language_words(top: int) -> Iterator[tuple[str, list[str]]]:
+    """Each spaced-script policy language and its `top` commonest words (wordfreq's list),
+    normalised the way the tokeniser normalises, letters only, commonest first."""
     from wordfreq import top_n_list
 
-    words: set[str] = set()
     for language, mode in LANGUAGES.items():
         if mode in ("substring", "prefix"):
             continue
-        for word in top_n_list(WORDFREQ_CODES.get(language, language), top):
-            word = unstretch(normalise(word))
-            if word.isalpha() and (fuzzy_distance(word) or not typo_length_only):
-                words.add(word)
-    return sorted(words)
+        words = (unstretch(normalise(w)) for w in top_n_list(WORDFREQ_CODES.get(language, language), top))
+        yield language, [w for w in words if w.isalpha()]
+
+
+def common_words(top: int = TOP, *, typo_length_only: bool = True) -> list[str]:
+    return sorted({w for _, words in _spaced_language_words(top) for w in words
+                   if fuzzy_distance(w) or not typo_length_only})
 
 
 def function_words() -> list[str]:
@@ -56,16 +59,7 @@ def function_words() -> list[str]:
 
 def everyday_words(top: int = EVERYDAY_TOP) -> list[str]:
     """One line per spaced-script language: its code, a tab, its `top` commonest words."""
-    from wordfreq import top_n_list
-
-    lines = []
-    for language, mode in LANGUAGES.items():
-        if mode in ("substring", "prefix"):
-            continue
-        words = dict.fromkeys(w for w in (unstretch(normalise(w)) for w in
-                                          top_n_list(WORDFREQ_CODES.get(language, language), top)) if w.isalpha())
-        lines.append(f"{language}\t{' '.join(words)}")
-    return lines
+    return [f"{language}\t{' '.join(dict.fromkeys(words))}" for language, words in _spaced_language_words(top)]
 
 
 def render(words: Sequence[str]) -> bytes:

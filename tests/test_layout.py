@@ -30,7 +30,24 @@ def _outside(module: str) -> bool:
     return any(module == o or module.startswith(o + ".") for o in OUTSIDE_THE_ENGINE)
 
 
-ENGINE_FILES = sorted((PACKAGE / "engine").glob("*.py"))
+ENGINE_FILES = sorted((PACKAGE / "engine").rglob("*.py"))
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def oversized(paths: list[Path], max_module: int, max_function: int) -> list[str]:
+    """The modules longer than `max_module` lines and the functions longer than `max_function`."""
+    found = []
+    for path in paths:
+        source = path.read_text(encoding="utf-8")
+        if (lines := len(source.splitlines())) > max_module:
+            found.append(f"{path.name}: {lines} lines")
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.end_lineno is None:
+                continue
+            if (size := node.end_lineno - node.lineno + 1) > max_function:
+                found.append(f"{path.name}:{node.lineno} {node.name}: {size} lines")
+    return found
 
 
 class TestTheEngineStandsAlone:
@@ -39,7 +56,11 @@ class TestTheEngineStandsAlone:
         assert {"text", "routing", "lookup", "modifiers", "availability", "budget", "audit", "prompt",
                 "token_count", "plan", "decision", "pipeline"} <= names
 
-    @pytest.mark.parametrize("path", ENGINE_FILES, ids=lambda p: p.name)
+    def test_term_matching_is_a_package_of_its_concerns(self) -> None:
+        names = {p.stem for p in (PACKAGE / "engine" / "matching").glob("*.py")}
+        assert names == {"__init__", "terms", "stems", "table", "find", "readings", "language", "policy_terms"}
+
+    @pytest.mark.parametrize("path", ENGINE_FILES, ids=lambda p: str(p.relative_to(PACKAGE)))
     def test_an_engine_module_imports_nothing_from_tools_cli_playground_or_model(self, path: Path) -> None:
         bad = [f"line {line}: {module}" for line, module in imported_modules(path) if _outside(module)]
         assert bad == []
@@ -52,3 +73,22 @@ class TestTheEngineStandsAlone:
         assert sorted(m for _, m in imported_modules(stage) if _outside(m)) == [
             "app", "coachctx.cli", "coachctx.tools.store", "coachctx.tools.store.PolicyStore"]
 
+
+
+class TestSizes:
+    """A module a reader can hold in mind: no engine module over about 400 lines; no function of
+    term matching over about 60."""
+
+    def test_no_engine_module_is_over_the_limit(self) -> None:
+        assert oversized(ENGINE_FILES, MAX_MODULE_LINES, 10_000) == []
+
+    def test_no_term_matching_function_is_over_the_limit(self) -> None:
+        matching = [p for p in ENGINE_FILES if p.parent.name == "matching"]
+        assert len(matching) > 5
+        assert oversized(matching, MAX_MODULE_LINES, MAX_FUNCTION_LINES) == []
+
+    def test_the_check_sees_a_long_module_and_a_long_function(self, tmp_path: Path) -> None:
+        long = tmp_path / "long.py"
+        long.write_text("def f():\n" + "    x = 1\n" * 5 + "\n" * 3, encoding="utf-8")
+        assert oversized([long], 8, 5) == ["long.py: 9 lines", "long.py:1 f: 6 lines"]
+        assert oversized([long], 9, 6) == []

@@ -1,4 +1,4 @@
-"""Routing: score intents with the policy's weighted vocabulary (found by `matching.py`), then
+"""Routing: score intents with the policy's weighted vocabulary (found by `matching/`), then
 decide whether the rules are sure enough or the model must be asked.
 
 `score` is a pure function of the question. `route` makes the one decision: rules, model or fallback.

@@ -34,12 +34,17 @@ def _word_chunks(text: str) -> list[str]:
     return chunks
 
 
+_OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
+"""A decimal digit of another script than ASCII: `\\d` is Unicode category Nd, as `str.isdecimal`."""
+
+
 def normalise(text: str) -> str:
     """NFKC, casefold, invisible format characters (ZWJ, RTL marks, BOM) removed, digits of every
     script as 0-9."""
     text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
-    if not text.isascii():
+    if not text.isprintable():  # every Cf, Cs and Co character is unprintable: most text skips the walk
+        text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
+    if _OTHER_DIGIT.search(text):
         # digits of every script read as 0-9: "٥ كم" and "५ किमी" are 5 km, like "5k" in the vocabulary
         text = "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() and not ch.isascii() else ch for ch in text)
     # Turkish capital İ casefolds to i + a combining dot; the dot would hide "İdman" from "idman"
@@ -147,24 +152,38 @@ def tokenise(question: str) -> Tokens:
     runs: list[str] = []
     scripts: dict[str, None] = {}
     for chunk in _word_chunks(text):
-        current: list[str] = []
-        current_unspaced: bool | None = None
-        for ch in chunk:
-            script = script_of(ch)
-            if script != "Common":
-                scripts.setdefault(script, None)
-            # a combining mark belongs to the run it follows, whatever that run's script
-            unspaced = current_unspaced if current and script == "Common" and not ch.isalnum() \
-                else script in UNSPACED
-            if current and unspaced != current_unspaced:
-                (runs if current_unspaced else words).append("".join(current))
-                current = []
-            current.append(ch)
-            current_unspaced = unspaced
-        if current:
-            (runs if current_unspaced else words).append("".join(current))
-    words = [unstretch(w)[:MAX_TOKEN_CHARS] for w in words]
+        chunk_words, chunk_runs, chunk_scripts = _split_chunk(chunk)
+        words += chunk_words
+        runs += chunk_runs
+        for script in chunk_scripts:
+            scripts.setdefault(script, None)
     return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
+
+
+@lru_cache(maxsize=100_000)
+def _split_chunk(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """A run of letters and digits as (its words of spaced scripts, its Han/Kana runs, its scripts
+    in order of first appearance): memoised, since questions repeat their words."""
+    words: list[str] = []
+    runs: list[str] = []
+    scripts: dict[str, None] = {}
+    current: list[str] = []
+    current_unspaced: bool | None = None
+    for ch in chunk:
+        script = script_of(ch)
+        if script != "Common":
+            scripts.setdefault(script, None)
+        # a combining mark belongs to the run it follows, whatever that run's script
+        unspaced = current_unspaced if current and script == "Common" and not ch.isalnum() \
+            else script in UNSPACED
+        if current and unspaced != current_unspaced:
+            (runs if current_unspaced else words).append("".join(current))
+            current = []
+        current.append(ch)
+        current_unspaced = unspaced
+    if current:
+        (runs if current_unspaced else words).append("".join(current))
+    return tuple(unstretch(w)[:MAX_TOKEN_CHARS] for w in words), tuple(runs), tuple(scripts)
 
 
 _STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
@@ -234,3 +253,9 @@ def stem_variants(word: str, algorithm: str) -> frozenset[str]:
 
 
 _KEEP_ACCENTS: Final = frozenset({"russian"})
+
+
+def clear_word_memos() -> None:
+    """Empty this module's per-word memos (word splits, unstretched words, stems)."""
+    for memo in (_split_chunk, unstretch, stem):
+        memo.cache_clear()

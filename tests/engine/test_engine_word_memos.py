@@ -83,7 +83,7 @@ def test_a_misspelling_finds_what_searching_every_word_finds(policy: Policy, whi
         window = windows[len(word), limit]
         best = process.extractOne(word, window, scorer=OSA.distance, score_cutoff=limit, processor=None)
         want = (best[0], best[1]) if best is not None and best[0][0] == word[0] else None
-        assert matcher._closest(word, limit) == want, word
+        assert matcher.readings.closest(word, limit) == want, word
         found += want is not None
     assert found > 150
 

@@ -1,0 +1,193 @@
+"""Finding a compiled table's terms in one question: stemmed phrases for spaced scripts, substrings
+for Han/Kana, prefixes for Hangul, then readings of the words the table does not know — each term
+once, never a word of the question's own language read as an unrelated language's term."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from coachctx.engine.matching.language import false_friend, language_of
+from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading
+from coachctx.engine.matching.stems import word_stems
+from coachctx.engine.matching.terms import Term
+from coachctx.engine.text import Tokens, stem
+
+if TYPE_CHECKING:
+    from coachctx.engine.matching.table import TermMatcher
+
+Start = tuple[int, str, tuple[Term, ...], bool]
+"""(algorithm index, the stem, the one-word terms, whether longer phrases start here)"""
+
+
+class PhraseStarts:
+    """Which phrases of a table a question word can start, memoised per word. `stemmed` is the
+    table's algorithm -> stemmed phrase -> terms, `firsts` its algorithm -> every stem that starts
+    a phrase."""
+
+    def __init__(self, stemmed: Mapping[str, Mapping[tuple[str, ...], tuple[Term, ...]]],
+                 firsts: Mapping[str, frozenset[str]]) -> None:
+        self.stemmed, self.firsts = stemmed, firsts
+        self.algorithms = tuple(stemmed)
+        self.heads = {a: frozenset(p[:n] for p in phrases for n in range(1, len(p))) for a, phrases in stemmed.items()}
+        """algorithm -> every proper beginning of a phrase: a longer phrase is tried only after one."""
+        self.seen: dict[str, tuple[Start, ...]] = {}
+        self._by_stem: dict[str, tuple[Start, ...]] = {}
+        """stem -> a `Start` for every algorithm under which that stem starts a phrase; built on first use."""
+
+    def forget(self) -> None:
+        """Empty the per-word memo: the state of a table that has never seen a question."""
+        self.seen.clear()
+
+    def of(self, word: str) -> tuple[Start, ...]:
+        """A `Start` for every algorithm under which this word's stem starts some phrase: one lookup
+        per distinct stem of the word (`word_stems`, shared by every matcher), instead of one per
+        algorithm."""
+        starts = self.seen.get(word)
+        if starts is None:
+            by_stem = self._by_stem or self._index_stems()
+            found = [(ai, first, singles, longer)
+                     for first, algorithms in word_stems(word)
+                     for ai, algorithm, singles, longer in by_stem.get(first, ()) if algorithm in algorithms]
+            starts = tuple(sorted(found, key=lambda start: start[0]))
+            if len(self.seen) >= WORD_CACHE_LIMIT:
+                self.seen.clear()
+            self.seen[word] = starts
+        return starts
+
+    def _index_stems(self) -> dict[str, tuple[Start, ...]]:
+        by_stem: dict[str, list[tuple[int, str, tuple[Term, ...], bool]]] = {}
+        for ai, algorithm in enumerate(self.algorithms):
+            phrases, heads = self.stemmed[algorithm], self.heads[algorithm]
+            for first in self.firsts[algorithm]:
+                by_stem.setdefault(first, []).append((ai, algorithm, phrases.get((first,), ()), (first,) in heads))
+        self._by_stem.update({first: tuple(entries) for first, entries in by_stem.items()})
+        return self._by_stem
+
+
+class _Evidence:
+    """The terms found so far, each once, and which term each span of words is evidence for."""
+
+    def __init__(self, words: tuple[str, ...], own: str | None) -> None:
+        self.words, self.own = words, own
+        self.found: dict[tuple[str, str], Term] = {}
+        self._at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
+
+    def add(self, entries: tuple[Term, ...], i: int, n: int) -> None:
+        """The terms the `n` words from position `i` match."""
+        found, at_span, own = self.found, self._at_span, self.own
+        for entry in entries:
+            if own is not None and false_friend(entry, own, self.words[i:i + n]):
+                continue
+            # the same words met through two languages' terms ("train" and Dutch
+            # "trainen") are one piece of evidence: the heavier term counts
+            key = (entry.label, entry.term)
+            other = at_span.get((entry.label, i, n))
+            if other is not None and other != key:
+                if found[other].weight >= entry.weight:
+                    continue
+                del found[other]
+                # the span's evidence is now this term, even when another span found it first
+                at_span[(entry.label, i, n)] = key
+            if key not in found:
+                found[key] = entry
+                at_span[(entry.label, i, n)] = key
+
+
+def find_terms(matcher: TermMatcher, tokens: Tokens) -> list[Term]:
+    """Every distinct term of the table found in the question, in the table's order per kind of match."""
+    evidence = _Evidence(tokens.words, language_of(tokens))
+    starts, unknown = _look_up_words(matcher, tokens.words)
+    _add_phrases(matcher, tokens.words, starts, evidence)
+    _add_substrings(matcher, tokens, evidence.found)
+    _add_prefixes(matcher, tokens.words, evidence.found)
+    _add_readings(unknown, evidence)
+    return list(evidence.found.values())
+
+
+def _look_up_words(matcher: TermMatcher, words: tuple[str, ...]) -> tuple[
+        list[tuple[int, int, Start]], list[tuple[int, tuple[Reading, ...]]]]:
+    """One memo lookup per word: the phrases it starts, (algorithm index, position, start) in the
+    order the table lists its algorithms, then by position; or, for a word the table does not know,
+    (position, its fuzzy and compound readings)."""
+    starts: list[tuple[int, int, Start]] = []
+    unknown: list[tuple[int, tuple[Reading, ...]]] = []
+    phrase_starts, readings = matcher.starts, matcher.readings
+    seen, readings_seen = phrase_starts.seen, readings.seen
+    for i, w in enumerate(words):
+        here = seen.get(w)
+        if here is None:
+            here = phrase_starts.of(w)
+        if here:
+            starts += [(start[0], i, start) for start in here]
+            continue
+        read = readings_seen.get(w)
+        if read is None:
+            read = readings.of(w)
+        if read:
+            unknown.append((i, read))
+    starts.sort()
+    return starts, unknown
+
+
+def _add_phrases(matcher: TermMatcher, words: tuple[str, ...], starts: list[tuple[int, int, Start]],
+                 evidence: _Evidence) -> None:
+    algorithms, heads_of = matcher.starts.algorithms, matcher.starts.heads
+    for ai, i, (_, first, singles, longer) in starts:
+        if singles:
+            evidence.add(singles, i, 1)
+        if not longer:
+            continue
+        algorithm = algorithms[ai]
+        phrases, heads = matcher.stemmed[algorithm], heads_of[algorithm]
+        phrase: tuple[str, ...] = (first,)
+        for j in range(i + 1, min(i + matcher.longest_phrase, len(words))):
+            phrase = (*phrase, words[j] if algorithm == "prefix" else stem(words[j], algorithm))
+            entries = phrases.get(phrase)
+            if entries:
+                evidence.add(entries, i, len(phrase))
+            if phrase not in heads:
+                break  # no longer phrase starts with these words
+
+
+def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
+    haystack = tokens.unspaced
+    if haystack:
+        by_first = matcher.substrings_by_first
+        candidates = {ix for ch in set(haystack) for ix in by_first.get(ch, ())}
+        candidates.update(matcher.spaced_indexes)
+        indexes: Iterable[int] = sorted(candidates)
+    else:
+        indexes = matcher.spaced_indexes
+    for ix in indexes:
+        key, entry = matcher.substrings[ix]
+        if key in haystack or (" " in key and key in tokens.text):
+            found.setdefault((entry.label, entry.term), entry)
+
+
+def _add_prefixes(matcher: TermMatcher, words: tuple[str, ...], found: dict[tuple[str, str], Term]) -> None:
+    if not matcher.prefix_index:
+        return
+    for w in words:
+        if w[:1] not in matcher.prefix_firsts:
+            continue
+        for k in range(1, min(len(w), matcher.longest_prefix) + 1):
+            for entry in matcher.prefix_index.get(w[:k], ()):
+                found.setdefault((entry.label, entry.term), entry)
+
+
+def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], evidence: _Evidence) -> None:
+    """A word the table does not know counts once per label, as its heaviest reading: a
+    misspelling, or a compound's part, through whichever language's terms."""
+    if not unknown:
+        return
+    found, own, words = evidence.found, evidence.own, evidence.words
+    terms_found = {e.term for e in found.values()}
+    for i, readings in unknown:
+        best: dict[str, tuple[str, Term]] = {}
+        for base, entry in readings:
+            if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
+                best[entry.label] = (base, entry)
+        for base, entry in best.values():
+            if own is None or not false_friend(entry, own, words[i:i + 1]):
+                found.setdefault((entry.label, base), entry)

@@ -1,0 +1,39 @@
+"""The question's own language, and the rule that a word of it is never read as an unrelated
+language's term (a "false friend": in an English question, "tired" is not Spanish "tirada")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from coachctx.engine.common_words import everyday_languages, question_language
+from coachctx.engine.matching.terms import Term, written
+from coachctx.engine.text import Tokens
+
+LANGUAGE_FAMILIES: Final = ({"es", "pt", "it", "fr"}, {"sv", "da", "no"}, {"de", "nl"})
+"""Languages close enough that a shared word usually means the same thing (Italian "recupero",
+Spanish "recuperar"): their terms stay readable in each other's questions."""
+
+
+def false_friend(entry: Term, own: str, matched: Sequence[str]) -> bool:
+    """A word of the question's own language is not another, unrelated language's term: in a
+    question written in English, "tired" is not Spanish "tirada". True when the term is of
+    another language family, the question's words are not the term as written (a loanword spelt
+    the same, "marathon" in Dutch or "pasta" in Spanish, is the same word), and every word it
+    matched is an everyday word of the question's language and not of the term's; a word both
+    languages use keeps the term."""
+    if not entry.language or entry.language == own or any(
+            own in family and entry.language in family for family in LANGUAGE_FAMILIES):
+        return False
+    if tuple(matched) == written(entry.term, entry.language):
+        return False
+    table = everyday_languages()
+    return all(own in (langs := table.get(w, {})) and entry.language not in langs for w in matched)
+
+
+def language_of(tokens: Tokens) -> str | None:
+    """`question_language` of the question's words, once per question for every matcher."""
+    key = "question_language"
+    if key not in tokens.memo:
+        tokens.memo[key] = question_language(tokens.words)
+    return tokens.memo[key]  # type: ignore[return-value]

@@ -1,0 +1,104 @@
+"""The policy's four term tables — vocabulary, clinical, fragment and scope terms — compiled once
+per distinct table in a process, and what each finds in a question."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from coachctx.engine.matching.stems import part_stems, word_stems
+from coachctx.engine.matching.table import TermMatcher, table_fingerprint
+from coachctx.engine.policy import Policy
+from coachctx.engine.text import Tokens, clear_word_memos, tokenise
+
+_COMPILED: dict[str, TermMatcher] = {}
+_COMPILED_LIMIT: Final = 16
+CLINICAL_LABEL: Final = "clinical"
+SCOPE_ORDER: Final = ("today", "week", "months")
+"""Shortest horizon first: a tie between scopes goes to the earlier."""
+
+
+def compile_shared(table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
+    """`TermMatcher.compile`, once per distinct table in this process: two policies with the same
+    vocabulary (a candidate that changes only a budget) share one matcher and its word memos."""
+    key = table_fingerprint(table)
+    found = _COMPILED.get(key)
+    if found is None:
+        if len(_COMPILED) >= _COMPILED_LIMIT:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        found = _COMPILED[key] = TermMatcher.compile(table)
+    return found
+
+
+
+def vocabulary_matcher(policy: Policy) -> TermMatcher:
+    """Compiled once per policy object."""
+    return policy.derived("vocabulary", lambda p: compile_shared(p.vocabulary))
+
+
+def clinical_matcher(policy: Policy) -> TermMatcher:
+    """The policy's clinical terms, compiled once."""
+    return policy.derived("clinical", lambda p: compile_shared(
+        {CLINICAL_LABEL: {lang: dict.fromkeys(terms, 1.0) for lang, terms in p.clinical_terms.items()}}))
+
+
+def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    return [t.term for t in clinical_matcher(policy).find(tokens)]
+
+
+def fragment_matcher(policy: Policy) -> TermMatcher:
+    """The policy's fragment terms, compiled once: each fragment is a label."""
+    return policy.derived("fragment_terms", lambda p: compile_shared(
+        {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in by_language.items()}
+         for name, by_language in p.fragment_terms.items()}))
+
+
+def named_fragments_in(question: str | Tokens, policy: Policy) -> dict[str, list[str]]:
+    """Fragment -> the fragment terms of the question that name it, in policy order."""
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    named: dict[str, list[str]] = {}
+    for entry in fragment_matcher(policy).find(tokens):
+        named.setdefault(entry.label, []).append(entry.term)
+    return {name: named[name] for name in policy.fragment_terms if name in named}
+
+
+def scope_matcher(policy: Policy) -> TermMatcher:
+    """The policy's scope vocabulary, compiled once."""
+    return policy.derived("scopes", lambda p: compile_shared(
+        {name: {lang: dict.fromkeys(terms, 1.0) for lang, terms in scope.terms.items()}
+         for name, scope in p.scopes.items()}))
+
+
+def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, list[str]]:
+    """The horizon the question implies and the words that imply it. With several, the one
+    with most matched terms wins; a tie goes to the shorter horizon (today < week < months)."""
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    found = scope_matcher(policy).find(tokens)
+    if not found:
+        return None, []
+    by_scope: dict[str, list[str]] = {}
+    for entry in found:
+        by_scope.setdefault(entry.label, []).append(entry.term)
+    best = max(by_scope, key=lambda s: (len(by_scope[s]), -SCOPE_ORDER.index(s)))
+    return best, by_scope[best]
+
+
+def compile_matchers(policy: Policy) -> None:
+    """Build every matcher a decision reads, now rather than on the first question."""
+    for matcher in (vocabulary_matcher, clinical_matcher, fragment_matcher, scope_matcher):
+        matcher(policy)
+
+
+def forget_words(*policies: Policy) -> None:
+    """Empty every per-word memo (word splits, stems, phrase starts, fuzzy and compound readings), and the
+    given policies' memoised routes: the state of a process that has never seen a question. For
+    measuring never-seen questions."""
+    clear_word_memos()
+    word_stems.cache_clear()
+    part_stems.cache_clear()
+    for matcher in _COMPILED.values():
+        matcher.starts.forget()
+        matcher.readings.forget()
+    for policy in policies:
+        policy.derived("routes", lambda _: {}).clear()

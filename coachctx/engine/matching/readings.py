@@ -1,0 +1,189 @@
+"""Readings of a question word a table does not know: a misspelt term (fuzzy, at reduced weight),
+a compound made of terms (German "Knieschmerzen", Norwegian "kneskader"), or an Arabic word with
+a conjunction, preposition or article written onto it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
+from coachctx.engine.common_words import common_words
+from coachctx.engine.matching.stems import COMPOUNDING, MIN_HEAD, MIN_MODIFIER, part_stems
+from coachctx.engine.matching.terms import Term
+from coachctx.engine.text import script_of, stem
+
+WORD_CACHE_LIMIT: Final = 50_000
+"""Per-matcher memos keyed by a question word are cleared when they reach this size."""
+FUZZY_FACTOR: Final = 0.75
+"""A misspelt word matches a term at this share of the term's weight."""
+FUZZY_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})
+"""Alphabets with written vowels. In Arabic or Devanagari one letter apart is often another
+everyday word (الأول "the first" / الأكل "food"), so those words match only as written."""
+PART_FACTOR: Final = 0.75
+"""A term found as part of a compound matches at this share of its weight."""
+ARABIC_PROCLITICS: Final = ("وبال", "فبال", "وال", "فال", "بال", "كال", "لل", "ول", "وب", "فب", "فل", "ال", "و", "ف",
+                             "ب", "ل", "ك", "س")
+"""Conjunctions, prepositions and the article Arabic writes onto a word, longest first."""
+
+
+def fuzzy_distance(word: str) -> int:
+    """The edit distance a misspelling of a word this long may have: 1 from 5 letters, 2 from 9;
+    0 for a word not written in one of `FUZZY_SCRIPTS`."""
+    if not word or script_of(word[0]) not in FUZZY_SCRIPTS:
+        return 0
+    return 2 if len(word) >= 9 else 1 if len(word) >= 5 else 0
+
+
+Reading = tuple[str, Term]
+"""(the term as the table has it, the reading: the term at reduced weight, named after the word)"""
+
+
+class Readings:
+    """One table's readings of unknown words, memoised per word. `stemmed` is the table's
+    algorithm -> stemmed phrase -> terms; `fuzzy` its single-word terms of spaced scripts (5+
+    letters) as written, in the table's order."""
+
+    def __init__(self, stemmed: Mapping[str, Mapping[tuple[str, ...], tuple[Term, ...]]],
+                 fuzzy: Mapping[str, tuple[Term, ...]]) -> None:
+        self.stemmed, self.fuzzy = stemmed, fuzzy
+        self.seen: dict[str, tuple[Reading, ...]] = {}
+        """word -> its readings: what `TermMatcher.find` looks up first."""
+        self._fuzzy_seen: dict[str, tuple[Term, ...]] = {}
+        self._parts_seen: dict[str, tuple[Term, ...]] = {}
+        self._singles_seen: dict[str, frozenset[str]] = {}
+        self._windows: dict[tuple[int, int, str], list[str]] = {}
+        self._position: dict[str, int] = {}
+        self._tails: dict[str, list[str]] = {}
+        self._by_first: dict[str, list[str]] = {}
+
+    def forget(self) -> None:
+        """Empty the per-word memos: the state of a table that has never seen a question."""
+        for memo in (self.seen, self._fuzzy_seen, self._parts_seen):
+            memo.clear()
+
+    def of(self, word: str) -> tuple[Reading, ...]:
+        """(the term as the table has it, the reading) for a word the table does not know: its
+        fuzzy matches, then its compound parts. Usually none, found with one lookup."""
+        readings = self.seen.get(word)
+        if readings is None:
+            readings = tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *self.parts(word)))
+            if len(self.seen) >= WORD_CACHE_LIMIT:
+                self.seen.clear()
+            self.seen[word] = readings
+        return readings
+
+    def parts(self, word: str) -> tuple[Term, ...]:
+        """The terms a compound the table does not know is made of, at reduced weight: its longest
+        known last part ("kne|skader" -> skade) and its longest known first part ("Knie|schmerzen"
+        -> Knie), under each compounding language's stemmer. None for an everyday word."""
+        cached = self._parts_seen.get(word)
+        if cached is not None:
+            return cached
+        parts: dict[tuple[str, str], Term] = {}
+        if len(word) >= MIN_HEAD + MIN_MODIFIER and word.isalpha() and word not in common_words():
+            # in the table's own order: a set's order changes with each process's hash seed, and the
+            # first language to find a part decides its weight
+            for algorithm in (a for a in self.stemmed if a in COMPOUNDING):
+                table, singles = self.stemmed[algorithm], self._singles(algorithm)
+                heads, modifiers = part_stems(word, algorithm)
+                if singles.isdisjoint(heads) and singles.isdisjoint(modifiers):
+                    continue  # the usual answer, found without a lookup per part
+                for entries in (next((table[(k,)] for k in heads if k in singles), ()),
+                                next((table[(k,)] for k in modifiers if k in singles), ())):
+                    for e in entries:
+                        parts.setdefault((e.label, e.term), Term(
+                            e.label, f"{e.term} (part of: {word})", round(e.weight * PART_FACTOR, 6), e.language))
+        if "arabic" in self.stemmed and script_of(word[0]) == "Arabic":
+            for e in self._unclitic(word):
+                parts.setdefault((e.label, e.term), e)
+        found = tuple(parts.values())
+        if len(self._parts_seen) < WORD_CACHE_LIMIT:
+            self._parts_seen[word] = found
+        return found
+
+    def _singles(self, algorithm: str) -> frozenset[str]:
+        """The stems the table has a one-word term for, under one algorithm."""
+        found = self._singles_seen.get(algorithm)
+        if found is None:
+            found = self._singles_seen[algorithm] = frozenset(p[0] for p in self.stemmed[algorithm] if len(p) == 1)
+        return found
+
+    def _unclitic(self, word: str) -> tuple[Term, ...]:
+        """Arabic writes "and", "for", "with", "like" and "the" onto the word (لسباق = for + a race):
+        the word less its longest such prefix, at full weight, when the table knows that."""
+        table = self.stemmed["arabic"]
+        for clitic in ARABIC_PROCLITICS:
+            rest = word[len(clitic):]
+            if word.startswith(clitic) and len(rest) >= 3:
+                entries = table.get((stem(rest, "arabic"),))
+                if entries:
+                    return tuple(Term(e.label, f"{e.term} (part of: {word})", e.weight, e.language) for e in entries)
+        return ()
+
+    def near(self, word: str) -> tuple[Term, ...]:
+        """The terms a misspelt word stands for, at reduced weight: the closest vocabulary word
+        within `fuzzy_distance`, starting with the same letter; none for a word the table has, nor
+        for an everyday word of some language ("faster" is not a misspelt "fasted")."""
+        cached = self._fuzzy_seen.get(word)
+        if cached is not None:
+            return cached
+        near: tuple[Term, ...] = ()
+        limit = fuzzy_distance(word)
+        if limit and word.isalpha() and word not in self.fuzzy and word not in common_words():
+            best = self.closest(word, limit)
+            if best is not None and fuzzy_distance(best[0]) >= best[1]:
+                near = tuple(Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6), e.language)
+                             for e in self.fuzzy[best[0]])
+        if len(self._fuzzy_seen) < WORD_CACHE_LIMIT:
+            self._fuzzy_seen[word] = near
+        return near
+
+    def closest(self, word: str, limit: int) -> tuple[str, int] | None:
+        """The fuzzy word a misspelling stands for: the nearest within `limit` edits (optimal string
+        alignment), the earliest in the table's order on a tie, with its distance, when it starts
+        with the word's letter; else None. Searched among the words of that letter first, which is
+        all it takes unless a word of another letter is as near and earlier: at one edit those are
+        found by looking up the word's edits at its front, at two by the whole window."""
+        same = process.extractOne(word, self._window(len(word), limit, word[0]), scorer=OSA.distance,
+                                  score_cutoff=limit, processor=None)
+        if same is None:
+            return None
+        if same[1] == 1:
+            position = self._index()[0][same[0]]
+            return None if any(i < position for i in self._one_edit_elsewhere(word)) else (same[0], 1)
+        best = process.extractOne(word, self._window(len(word), limit), scorer=OSA.distance,
+                                  score_cutoff=limit, processor=None)
+        return (best[0], best[1]) if best is not None and best[0][0] == word[0] else None
+
+    def _window(self, length: int, limit: int, first: str = "") -> list[str]:
+        """The fuzzy words within `limit` letters of `length` (starting with `first`, when given),
+        in the table's order: a word further off in length is further off in edit distance, so
+        leaving it out changes no answer."""
+        key = (length, limit, first)
+        window = self._windows.get(key)
+        if window is None:
+            words = self._index()[2].get(first, ()) if first else self.fuzzy
+            window = self._windows[key] = [w for w in words if abs(len(w) - length) <= limit]
+        return window
+
+    def _index(self) -> tuple[dict[str, int], dict[str, list[str]], dict[str, list[str]]]:
+        """(fuzzy word -> its position, its tail -> the words ending so, its first letter -> the
+        words starting so), in the table's order; made on the first misspelling."""
+        positions, tails, by_first = self._position, self._tails, self._by_first
+        if not positions and self.fuzzy:
+            positions.update({w: i for i, w in enumerate(self.fuzzy)})
+            for w in positions:
+                tails.setdefault(w[1:], []).append(w)
+                by_first.setdefault(w[0], []).append(w)
+        return positions, tails, by_first
+
+    def _one_edit_elsewhere(self, word: str) -> list[int]:
+        """Positions of the fuzzy words one edit from `word` that start with another letter: the
+        edit is at the front, so they are its first letter replaced, dropped or preceded by another,
+        or its first two letters swapped."""
+        positions, tails, _ = self._index()
+        nearby = (*tails.get(word[1:], ()), *tails.get(word, ()), word[1:], word[1:2] + word[:1] + word[2:])
+        return [positions[w] for w in nearby if w in positions and w[0] != word[0]]

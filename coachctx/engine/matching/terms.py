@@ -1,0 +1,63 @@
+"""A term of a policy table, and the keys it is filed under: its text for a Han/Kana substring, its
+word for a Hangul prefix, every accent variant of its stemmed phrase for a spaced script."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, Literal
+
+from coachctx.engine.policy import EXACT_MARK, LANGUAGES
+from coachctx.engine.text import WHOLE_WORD, stem_variants, tokenise
+
+MAX_PHRASE_WORDS: Final = 6
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term as a table holds it, and as `TermMatcher.find` reports it: the label it scores for
+    (an intent, a fragment, a scope), the term as written (with "(fuzzy: ...)" or "(part of: ...)"
+    for a reading of an unknown word), its weight and its language."""
+
+    label: str
+    term: str
+    weight: float
+    language: str = ""
+
+
+def _keys(word: str, algorithm: str) -> frozenset[str]:
+    return frozenset({word}) if algorithm == "prefix" else stem_variants(word, algorithm)
+
+
+def term_matching(term: str, language: str) -> tuple[str, str]:
+    """(the text to match, how): the language's mode, or whole words for an `=` term of a spaced script."""
+    mode = LANGUAGES[language]
+    if term.startswith(EXACT_MARK) and mode not in ("substring", "prefix"):
+        return term[len(EXACT_MARK):], WHOLE_WORD
+    return term, mode
+
+
+Filed = tuple[Literal["substring", "prefix", "stemmed"], str, tuple[str, ...]]
+"""How a term is matched, under which algorithm (a stemmer, `word` or `prefix`), and the key."""
+
+
+@lru_cache(maxsize=100_000)
+def filed_under(term: str, language: str) -> tuple[Filed, ...]:
+    """The keys `TermMatcher` files a term under: its text for a substring, its word for a
+    prefix, and every accent variant of its stemmed phrase otherwise."""
+    text, mode = term_matching(term, language)
+    words = tokenise(text)
+    if mode == "substring":
+        key = words.unspaced or words.text.strip()
+        return (("substring", mode, (key,)),) if key else ()
+    if mode == "prefix" and len(words.words) == 1:
+        return (("prefix", mode, (words.words[0],)),)
+    return tuple(("stemmed", mode, phrase) for phrase in itertools.product(*(sorted(_keys(w, mode))
+                                                                             for w in words.words[:MAX_PHRASE_WORDS])))
+
+
+@lru_cache(maxsize=100_000)
+def written(term: str, language: str) -> tuple[str, ...]:
+    """The words of a term as a question writes them (normalised, no `=`)."""
+    return tokenise(term_matching(term, language)[0]).words
