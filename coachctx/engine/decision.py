@@ -17,9 +17,8 @@ confidence
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
-from types import MappingProxyType
 from typing import Any, Final, Literal, TypeVar
 
 from coachctx.engine.availability import CostMode
@@ -37,9 +36,39 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
+class FrozenMap(Mapping[_K, _V]):
+    """A read-only copy of a mapping: nothing can be set or deleted in it, and changing the
+    original does not reach it. Unlike `types.MappingProxyType` it pickles, so the playground's
+    cache (which pickles what it keeps) can hold a Decision."""
+
+    __slots__ = ("_items",)
+    _items: dict[_K, _V]
+
+    def __init__(self, items: Mapping[_K, _V]) -> None:
+        object.__setattr__(self, "_items", dict(items))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __getitem__(self, key: _K) -> _V:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._items!r})"
+
+    def __reduce__(self) -> tuple[type[FrozenMap[_K, _V]], tuple[dict[_K, _V]]]:
+        return type(self), (self._items,)
+
+
 def frozen_map(items: Mapping[_K, _V]) -> Mapping[_K, _V]:
     """A read-only copy: the Decision's mappings cannot be changed through it or the original."""
-    return MappingProxyType(dict(items))
+    return FrozenMap(items)
 
 
 def json_of(value: Any) -> Any:

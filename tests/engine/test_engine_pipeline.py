@@ -3,6 +3,7 @@ Decision's bookkeeping (order, coverage, confidence, costs) holds."""
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
@@ -200,3 +201,11 @@ class TestDecision:
                      *(f.reasons for f in d.fragments)]
         for value in sequences:
             assert isinstance(value, tuple), value
+
+    def test_the_decision_pickles_whole(self, policy: Policy, maya: Bundle) -> None:
+        # the playground's cache pickles what it keeps; a read-only mapping must survive that
+        d = select(PAIN, maya, policy, classifier=StubClassifier("injury"))
+        again = pickle.loads(pickle.dumps(d))
+        assert again == d and again.to_json() == d.to_json()
+        with pytest.raises(TypeError, match="does not support item assignment"):
+            again.intent.scores["injury"] = 0.0  # type: ignore[index]

@@ -70,8 +70,8 @@ class TestOpenAIClassifier:
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
         assert (d.intent.name, d.intent.source, d.intent.fallback_reason) == ("injury", "model", None)
         model = d.intent.model
-        assert (model["label"], model["raw"]) == ("injury", "injury")
-        assert model["latency_ms"] > 0
+        assert model is not None and (model.label, model.raw) == ("injury", "injury")
+        assert (model.latency_ms or 0) > 0
         # training is still a contender, so its readiness stays even though injury excludes it
         assert d.intent.contenders == ("injury", "training")
         _assert_both_readiness_selected(d)

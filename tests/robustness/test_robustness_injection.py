@@ -43,7 +43,7 @@ def context_lines(decision: Decision) -> list[str]:
 
 def assert_each_fragment_on_one_line(decision: Decision) -> None:
     messages = decision.prompt.messages
-    assert [m["role"] for m in messages] == ["system", "user"]
+    assert [m.role for m in messages] == ["system", "user"]
     lines = context_lines(decision)
     assert len(lines) == len(decision.selected)
     for name, line in zip(decision.selected, lines, strict=True):

@@ -142,19 +142,19 @@ class TestModelFaults:
         decision = ask(mode)
         elapsed = time.perf_counter() - started
         intent = decision.intent
-        assert intent["source"] == "fallback"
-        assert intent["fallback_reason"] == reason
-        assert says in intent["reason"]
-        assert intent["reason"].endswith(f"so fell back to {intent['name']}")
-        assert intent["name"] == route(UNSURE, policy, None).intent  # the keyword fallback
-        assert set(intent["contenders"]) == {"training", "injury"}
-        assert f"the model could not route this question ({reason}); fell back to {intent['name']}" \
+        assert intent.source == "fallback"
+        assert intent.fallback_reason == reason
+        assert says in intent.reason
+        assert intent.reason.endswith(f"so fell back to {intent.name}")
+        assert intent.name == route(UNSURE, policy, None).intent  # the keyword fallback
+        assert set(intent.contenders) == {"training", "injury"}
+        assert f"the model could not route this question ({reason}); fell back to {intent.name}" \
             in decision.warnings
         assert decision.confidence == round(decision.coverage * ROUTE_CONFIDENCE["fallback"], 4)
         # uncertain routing keeps both contenders' primaries: nothing the runner-up needs is lost
         assert {"readiness_training", "readiness_injury"} <= set(decision.selected)
         if reason == "model_timeout":
-            assert intent["model"]["latency_ms"] < SERVER_STALL_S * 1000
+            assert intent.model.latency_ms < SERVER_STALL_S * 1000
             assert elapsed < SERVER_STALL_S  # the client gave up; it did not wait for the stalled server
 
     @pytest.mark.timeout(10)
@@ -209,8 +209,8 @@ class TestTotalDeadline:
         server.behaviour = slowly
         decision = select(UNSURE, maya, policy, classifier=slow)
         intent = decision.intent
-        assert (intent["source"], intent["fallback_reason"]) == ("fallback", "model_timeout")
-        assert f"no complete answer within the {DEADLINE_S:g} s deadline" in intent["reason"]
+        assert (intent.source, intent.fallback_reason) == ("fallback", "model_timeout")
+        assert f"no complete answer within the {DEADLINE_S:g} s deadline" in intent.reason
         assert {"readiness_training", "readiness_injury"} <= set(decision.selected)
         assert model_threads() == []  # the call's loop and its thread are gone
 
