@@ -79,7 +79,7 @@ from coachctx.engine.policy import load_policy
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
 policy = load_policy()
 bundle = fetch_bundle(FixtureUpstream(), "maya")
-out = {q: select(q, bundle, policy, tier="paid").tokens["prompt"] for q in json.load(sys.stdin)}
+out = {q: select(q, bundle, policy, tier="paid").tokens.prompt for q in json.load(sys.stdin)}
 json.dump(out, sys.stdout, ensure_ascii=False)
 """
 

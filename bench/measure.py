@@ -50,10 +50,10 @@ def measure_tokens(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
         for row in rows:
             d = select(row.q, bundle, policy, tier="paid")
             # self-check: the oracle is built the way select() builds its prompt
-            assert rebuilt_prompt_tokens(d, bundle, d.selected) == d.tokens["prompt"], (athlete, row.q)
+            assert rebuilt_prompt_tokens(d, bundle, d.selected) == d.tokens.prompt, (athlete, row.q)
             free = select(row.q, bundle, policy, tier="free")
-            out.append(TokenRow(athlete, row.q, row.lang, d.tokens["prompt"], d.tokens["naive"],
-                                oracle_tokens(d, bundle, row.needs), free.tokens["prompt"]))
+            out.append(TokenRow(athlete, row.q, row.lang, d.tokens.prompt, d.tokens.naive,
+                                oracle_tokens(d, bundle, row.needs), free.tokens.prompt))
     return out
 
 
@@ -90,8 +90,8 @@ def measure_growth(rows: Sequence[Row], policy: Policy, levels: Sequence[int],
         assert {n: v for n, v in lines.items() if n != "training_block"} == \
             {n: v for n, v in reference.items() if n != "training_block"}, level
         measured = [select(row.q, bundle, policy, tier="paid", cost_mode="measured") for row in rows]
-        naive = [d.tokens["naive"] for _, d in decisions]
-        selected = [d.tokens["prompt"] for _, d in decisions]
+        naive = [d.tokens.naive for _, d in decisions]
+        selected = [d.tokens.prompt for _, d in decisions]
         oracle = [oracle_tokens(d, bundle, row.needs) for row, d in decisions]
         points.append(GrowthPoint(
             level=level, bundle_bytes=len(payload.encode()), bundle_tokens=count_tokens(payload),
@@ -103,7 +103,7 @@ def measure_growth(rows: Sequence[Row], policy: Policy, levels: Sequence[int],
 
 
 def _binds(d: Decision) -> bool:
-    return any(r["code"] == "over_budget" for f in d.fragments for r in f.reasons)
+    return any(r.code == "over_budget" for f in d.fragments for r in f.reasons)
 
 
 # --- 3. decision quality -----------------------------------------------------------------------
@@ -156,12 +156,12 @@ def measure_quality(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: 
         d = select(row.q, bundle, policy)
         ideal = select(row.q, bundle, policy, classifier=_ideal_model(row.intents[0])) if row.intents else d
         out.append(QualityRow(
-            question=row.q, lang=row.lang, intents=row.intents, needs=row.needs, intent=d.intent["name"],
-            source=d.intent["source"], fallback_reason=d.intent["fallback_reason"],
-            needs_met=sum(n in d.selected for n in row.needs), ideal_intent=ideal.intent["name"],
+            question=row.q, lang=row.lang, intents=row.intents, needs=row.needs, intent=d.intent.name,
+            source=d.intent.source, fallback_reason=d.intent.fallback_reason,
+            needs_met=sum(n in d.selected for n in row.needs), ideal_intent=ideal.intent.name,
             ideal_needs_met=sum(n in ideal.selected for n in row.needs),
             exclude_warnings=sum("exclude removed" in w for w in d.warnings),
-            matched_nothing=d.intent["matched_nothing"], prompt=d.tokens["prompt"],
+            matched_nothing=d.intent.matched_nothing, prompt=d.tokens.prompt,
             oracle=oracle_tokens(d, bundle, row.needs)))
     return out
 
@@ -235,7 +235,7 @@ def _fresh(bundle: Bundle) -> Bundle:
 def texts_to_count(d: Decision) -> list[str]:
     """What a decision must count with tiktoken, at least: every fragment line the services supplied
     (the Decision reports each one's measured cost), the prompt's system message and the question."""
-    return [*(f.line for f in d.fragments if f.line is not None), d.prompt["messages"][0]["content"], d.question]
+    return [*(f.line for f in d.fragments if f.line is not None), d.prompt.messages[0].content, d.question]
 
 
 def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: Policy, *,
@@ -459,10 +459,10 @@ def measure_budget(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
                 for row in rows:
                     d = select(row.q, bundle, policy, tier=tier, cost_mode=mode)
                     n += 1
-                    over = [f for f in d.fragments if any(r["code"] == "over_budget" for r in f.reasons)]
+                    over = [f for f in d.fragments if any(r.code == "over_budget" for r in f.reasons)]
                     bound += bool(over)
                     cut += len(over)
-                    max_spent = max(max_spent, d.tokens["budget_spent"])
+                    max_spent = max(max_spent, d.tokens.budget_spent)
                     secondary = sum(f.cost for f in d.fragments if f.role == "secondary"
                                     and (f.status == "selected" or f in over))
                     max_secondary = max(max_secondary, secondary)

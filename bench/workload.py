@@ -47,7 +47,7 @@ def sample_bundles(upstream: FixtureUpstream | None = None) -> dict[str, Bundle]
 def rebuilt_prompt_tokens(decision: Decision, bundle: Bundle, fragments: Sequence[str]) -> int:
     """Tokens of a prompt with the decision's system block and question and the given fragments'
     lines (those the services supplied), built by the same functions `select()` uses."""
-    system = system_block(bundle.language, decision.max_words, decision.clinical["terms"])
+    system = system_block(bundle.language, decision.max_words, decision.clinical.terms)
     lines = [(n, line) for n in fragments if (line := decision.fragment(n).line) is not None]
     return build_prompt(system, lines, decision.question).tokens
 

@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from coachctx import cli
 from coachctx import playground as pg
+from coachctx.engine.decision import ModelCall
 from coachctx.engine.pipeline import SCOPE_REQUESTS, select
 from coachctx.engine.policy import Policy, load_policy, parse_policy, policy_to_yaml
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
@@ -771,9 +772,9 @@ class TestUploads:
 
 class TestSmallerThings:
     def test_a_model_answer_of_none_is_said_in_words(self) -> None:
-        assert pg.model_answer({"raw": None, "latency_ms": 812.4}) == "asked, but gave no answer in 812 ms"
-        assert pg.model_answer({"raw": "injury", "latency_ms": None}) == "answered `injury`"
-        assert "None" not in pg.model_answer({"raw": None, "latency_ms": None})
+        assert pg.model_answer(ModelCall(label=None, raw=None, latency_ms=812.4)) == "asked, but gave no answer in 812 ms"
+        assert pg.model_answer(ModelCall(label="injury", raw="injury", latency_ms=None)) == "answered `injury`"
+        assert "None" not in pg.model_answer(ModelCall(label=None, raw=None, latency_ms=None))
 
     def test_the_chart_s_threshold_and_margin_labels_sit_on_different_lines(self, maya: Any) -> None:
         d = select(pg.PAIN_QUESTION, maya, load_policy())  # threshold 1, margin band from 0 to 1

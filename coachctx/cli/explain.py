@@ -74,33 +74,33 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def render_text(d: Decision, *, with_prompt: bool = False) -> str:
     i = d.intent
-    scores = "  ".join(f"{k} {v:g}" for k, v in sorted(i["scores"].items(), key=lambda kv: -kv[1]) if v) or "none"
-    scope = d.scope["effective"] or "none"
-    if d.scope["inferred_from"]:
-        scope += f" (inferred from {', '.join(repr(w) for w in d.scope['inferred_from'])})"
+    scores = "  ".join(f"{k} {v:g}" for k, v in sorted(i.scores.items(), key=lambda kv: -kv[1]) if v) or "none"
+    scope: str = d.scope.effective or "none"
+    if d.scope.inferred_from:
+        scope += f" (inferred from {', '.join(repr(w) for w in d.scope.inferred_from)})"
     # the question and the details are data: a newline or an escape sequence in them must not
     # break the table or reach the terminal as a command
     lines = [
         f"question   {printable(d.question)}",
         f"athlete    {d.athlete}    scope {scope}    tier {d.tier} (budget {d.budget})",
         f"scores     {scores}",
-        f"intent     {i['name']} via {i['source']}    contenders {', '.join(i['contenders'])}",
-        f"why        {printable(i['reason'])}",
+        f"intent     {i.name} via {i.source}    contenders {', '.join(i.contenders)}",
+        f"why        {printable(i.reason)}",
         "",
         f"{'fragment':<20} {'status':<9} {'role':<10} {'cost':>4}  reasons",
     ]
     for f in d.fragments:
-        reasons = "; ".join(f"{r['code']}: {printable(r['detail'])}" for r in f.reasons) or "-"
+        reasons = "; ".join(f"{r.code}: {printable(r.detail)}" for r in f.reasons) or "-"
         lines.append(f"{f.name:<20} {f.status:<9} {f.role:<10} {f.cost:>4}  {reasons}")
     lines.append("")
     for w in d.warnings:
         lines.append(f"WARNING    {printable(w)}")
     t = d.tokens
-    lines.append(f"tokens     prompt {t['prompt']} vs naive {t['naive']} ({t['saved_pct']:g}% smaller); "
-                 f"costs {t['cost_mode']}")
-    lines.append(f"coverage   {d.coverage:g}    confidence {d.confidence:g}    policy {d.policy['digest']}")
+    lines.append(f"tokens     prompt {t.prompt} vs naive {t.naive} ({t.saved_pct:g}% smaller); "
+                 f"costs {t.cost_mode}")
+    lines.append(f"coverage   {d.coverage:g}    confidence {d.confidence:g}    policy {d.policy.digest}")
     if with_prompt:
-        lines += ["", *[f"[{m['role']}]\n{m['content']}" for m in d.prompt["messages"]]]
+        lines += ["", *[f"[{m.role}]\n{m.content}" for m in d.prompt.messages]]
     return "\n".join(lines)
 
 
@@ -117,7 +117,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     print(f"trace      {printable(args.trace)}: {trace.inputs['question']!r} about "
           f"{_recorded(trace.inputs.get('athlete'))}")
     print(f"policy     recorded {_recorded(recorded.get('digest'))} ({_recorded(recorded.get('source'))}), "
-          f"now {result.decision.policy['digest']} ({printable(source)})")
+          f"now {result.decision.policy.digest} ({printable(source)})")
     if result.same:
         print("result     the same decision: today's policy decides exactly as recorded")
     else:

@@ -10,18 +10,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _pkg_version
-from typing import Any, Final, Literal, get_args
+from typing import Final, cast, get_args
 
 from coachctx.engine.audit import audit
 from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact, Prepared, prepared
 from coachctx.engine.budget import SpendBudget
-from coachctx.engine.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision, FragmentDecision
+from coachctx.engine.decision import (
+    NO_MATCH_CONFIDENCE,
+    ROUTE_CONFIDENCE,
+    ClinicalFlag,
+    Decision,
+    FragmentDecision,
+    IntentChoice,
+    Message,
+    ModelCall,
+    PolicyRef,
+    PromptMessages,
+    ScopeChoice,
+    ScopeRequest,
+    ServiceStatus,
+    TokenCounts,
+    frozen_map,
+)
 from coachctx.engine.fragments import BY_NAME
 from coachctx.engine.lookup import Named, evidence_of, lookup
 from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in
 from coachctx.engine.modifiers import ApplyScope
 from coachctx.engine.plan import MISSING, Plan
-from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy
+from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy, ScopeName
 from coachctx.engine.prompt import build_naive_prompt, build_prompt, system_block
 from coachctx.engine.prompt import naive_tokens as naive_tokens_of
 from coachctx.engine.prompt import prompt_tokens as prompt_tokens_of
@@ -34,7 +50,6 @@ from coachctx.errors import InputError
 MAX_QUESTION_CHARS: Final = 2000
 PLAN_MEMO_LIMIT: Final = 4096
 """Plans memoised per policy; the memo is emptied when it reaches this many."""
-ScopeRequest = Literal["auto", "today", "week", "months"]
 SCOPE_REQUESTS: Final[tuple[str, ...]] = get_args(ScopeRequest)
 COST_MODES: Final = ("hand", "measured")
 
@@ -100,16 +115,30 @@ def select(
     `count_naive=False` leaves the naive baseline (a comparison figure, and the largest text a
     decision would count) out: `tokens.naive`, `tokens.saved_pct` and `prompt.naive_messages` are None.
     """
-    question, spend = _checked(question, bundle, policy, scope=scope, tier=tier, budget=budget, cost_mode=cost_mode)
+    question, requested, spend = _checked(question, bundle, policy, scope=scope, tier=tier, budget=budget,
+                                          cost_mode=cost_mode)
     tokens = tokenise(question)
 
     decided = recorded_route if recorded_route is not None else route(tokens, policy, classifier)
-    effective, inferred_from = infer_scope(tokens, policy) if scope == "auto" else (scope, None)
+    effective, inferred_from = infer_scope(tokens, policy) if requested == "auto" else (requested, None)
     ready = prepared(bundle)
-    costs = ready.costs[cost_mode]
     clinical = clinical_terms_in(tokens, policy)
-    plan = plan_for(decided, policy, effective, clinical, ready.facts, costs, spend,
+    plan = plan_for(decided, policy, effective, clinical, ready.facts, ready.costs[cost_mode], spend,
                     named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
+    return _decision(
+        question, bundle, policy, decided, plan, ready, clinical,
+        scope=ScopeChoice(requested, cast(ScopeName | None, effective),
+                          None if inferred_from is None else tuple(inferred_from)),
+        tier=tier if budget is None else "custom", spend=spend, cost_mode=cost_mode, count_naive=count_naive,
+        policy_ref=PolicyRef(policy_source, policy.digest, policy_version))
+
+
+def _decision(question: str, bundle: Bundle, policy: Policy, decided: Route, plan: Plan, ready: Prepared,
+              clinical: Sequence[str], *, scope: ScopeChoice, tier: str, spend: int, cost_mode: CostMode,
+              count_naive: bool, policy_ref: PolicyRef) -> Decision:
+    """The Decision a plan makes: the prompt of what it selected, its token counts, coverage and
+    confidence, and every fragment's record with its reasons."""
+    costs = ready.costs[cost_mode]
     max_words = max_words_for(decided, policy)
     system = system_block(bundle.language, max_words, clinical)
     lines = [(n, ready.facts[n].line or "") for n in plan.selected]
@@ -117,54 +146,55 @@ def select(
     naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json) if count_naive else None
     coverage = _coverage(plan)
     factor = NO_MATCH_CONFIDENCE if decided.matched_nothing else ROUTE_CONFIDENCE[decided.source]
-
+    prompt_tokens, naive_tokens, saved_pct = _token_counts(system, lines, question, ready, count_naive=count_naive)
     return Decision(
         question=question,
         athlete=bundle.athlete,
-        scope={"requested": scope, "effective": effective, "inferred_from": inferred_from},
-        tier=tier if budget is None else "custom",
+        scope=scope,
+        tier=tier,
         budget=spend,
-        intent=_intent_json(decided, policy),
+        intent=_intent(decided, policy),
         selected=tuple(plan.selected),
         fragments=_fragments(plan, policy, ready.facts, costs),
         warnings=(*audit(decided, plan, policy, clinical), *plan.warnings),
         coverage=coverage,
         confidence=round(coverage * factor, 4),
-        tokens={**_token_counts(system, lines, question, ready, count_naive=count_naive),
-                "cost_mode": cost_mode, "budget_spent": plan.spent,
-                "selected_cost": sum(costs[n] for n in plan.selected), "encoding": "cl100k_base"},
-        policy={"source": policy_source, "digest": policy.digest, "version": policy_version},
+        tokens=TokenCounts(prompt_tokens, naive_tokens, saved_pct, cost_mode, budget_spent=plan.spent,
+                           selected_cost=sum(costs[n] for n in plan.selected), encoding="cl100k_base"),
+        policy=policy_ref,
         version=VERSION,
         max_words=max_words,
         language=bundle.language,
-        clinical={"is_clinical": bool(clinical), "terms": clinical},
-        services={s: {"status": r.status, "detail": r.detail} for s, r in bundle.results.items()},
-        prompt={"messages": prompt.messages, "naive_messages": naive.messages if naive is not None else None},
+        clinical=ClinicalFlag(is_clinical=bool(clinical), terms=tuple(clinical)),
+        services=frozen_map({s: ServiceStatus(r.status, r.detail) for s, r in bundle.results.items()}),
+        prompt=PromptMessages(_messages(prompt.messages),
+                              None if naive is None else _messages(naive.messages)),
     )
 
 
 def _checked(question: str, bundle: Bundle, policy: Policy, *, scope: str, tier: str, budget: int | None,
-             cost_mode: str) -> tuple[str, int]:
-    """The question stripped and the budget to spend; InputError for any unusable argument."""
+             cost_mode: str) -> tuple[str, ScopeRequest, int]:
+    """The question stripped, the scope requested and the budget to spend; InputError for any
+    unusable argument."""
     question = check_question(question)
     _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode)
     if scope not in SCOPE_REQUESTS:
         raise InputError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
     if cost_mode not in COST_MODES:
         raise InputError(f"unknown cost mode {cost_mode!r}; use hand or measured")
-    return question, resolve_budget(policy, tier, budget)
+    return question, cast(ScopeRequest, scope), resolve_budget(policy, tier, budget)
 
 
 def _token_counts(system: str, lines: Sequence[tuple[str, str]], question: str, ready: Prepared, *,
-                  count_naive: bool) -> dict[str, Any]:
+                  count_naive: bool) -> tuple[int, int | None, float | None]:
     """The prompt's tokens, and the naive baseline's with what the prompt saves (None without it)."""
     question_tokens = count_once(question)
     # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
     prompt = prompt_tokens_of(system, lines, question, question_tokens=question_tokens, pieces=ready.used_before())
     if not count_naive:
-        return {"prompt": prompt, "naive": None, "saved_pct": None}
+        return prompt, None, None
     naive = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens)
-    return {"prompt": prompt, "naive": naive, "saved_pct": round(100 * (naive - prompt) / naive, 1)}
+    return prompt, naive, round(100 * (naive - prompt) / naive, 1)
 
 
 def max_words_for(decided: Route, policy: Policy) -> int:
@@ -179,11 +209,12 @@ def _fragments(plan: Plan, policy: Policy, fragment_facts: Mapping[str, Fragment
                costs: Mapping[str, int]) -> tuple[FragmentDecision, ...]:
     return tuple(
         FragmentDecision(
-            name=s.name, status=s.status, role=s.role, reasons=tuple(r.to_json() for r in s.reasons),
+            name=s.name, status=s.status, role=s.role, reasons=s.reasons,
             cost=costs[s.name], cost_hand=fragment_facts[s.name].hand_cost,
             cost_measured=fragment_facts[s.name].measured_cost, line=fragment_facts[s.name].line,
             service=BY_NAME[s.name].service,
-            requested_by={i: r for i in plan.considered if (r := policy.intent(i).requests(s.name)) is not None})
+            requested_by=frozen_map({i: r for i in plan.considered
+                                     if (r := policy.intent(i).requests(s.name)) is not None}))
         for s in plan.fragments)
 
 
@@ -225,28 +256,32 @@ def _coverage(plan: Plan) -> float:
     return round(len(arrived) / len(requested), 4)
 
 
-def _intent_json(r: Route, policy: Policy) -> dict[str, object]:
+def _intent(r: Route, policy: Policy) -> IntentChoice:
     top_score = r.scores.scores.get(r.top, 0.0) if r.top else 0.0
     runner_score = r.scores.scores.get(r.runner_up, 0.0) if r.runner_up else 0.0
-    return {
-        "name": r.intent,
-        "source": r.source,
-        "scores": dict(r.scores.scores),
-        "matched": {k: [[t, w] for t, w in v] for k, v in r.scores.matched.items() if v},
-        "top": r.top,
-        "runner_up": r.runner_up,
-        "margin": round(top_score - runner_score, 6),
-        "confident": r.confident,
-        "contenders": list(r.contenders),
-        "reason": r.reason,
-        "fallback_reason": r.fallback_reason,
-        "threshold": policy.routing.confident_threshold,
-        "required_margin": policy.routing.margin,
-        "matched_nothing": r.matched_nothing,
-        "scripts": list(r.scripts),
-        "model": None if r.model_raw is None and r.model_latency_ms is None else
-        {"label": r.model_label, "raw": r.model_raw, "latency_ms": r.model_latency_ms},
-    }
+    return IntentChoice(
+        name=r.intent,
+        source=r.source,
+        scores=frozen_map(r.scores.scores),
+        matched=frozen_map({k: tuple((t, w) for t, w in v) for k, v in r.scores.matched.items() if v}),
+        top=r.top,
+        runner_up=r.runner_up,
+        margin=round(top_score - runner_score, 6),
+        confident=r.confident,
+        contenders=tuple(r.contenders),
+        reason=r.reason,
+        fallback_reason=r.fallback_reason,
+        threshold=policy.routing.confident_threshold,
+        required_margin=policy.routing.margin,
+        matched_nothing=r.matched_nothing,
+        scripts=tuple(r.scripts),
+        model=None if r.model_raw is None and r.model_latency_ms is None else
+        ModelCall(label=r.model_label, raw=r.model_raw, latency_ms=r.model_latency_ms),
+    )
+
+
+def _messages(messages: Sequence[Mapping[str, str]]) -> tuple[Message, ...]:
+    return tuple(Message(m["role"], m["content"]) for m in messages)
 
 
 assert set(SCOPES) < set(SCOPE_REQUESTS)

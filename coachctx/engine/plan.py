@@ -35,8 +35,10 @@ def main_of(reasons: Sequence[_R], code: Callable[[_R], str]) -> _R | None:
     return next((r for r in reasons if code(r) in WITHHOLDING), reasons[0] if reasons else None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reason:
+    """Why a fragment is where it is: a typed code and a sentence for people."""
+
     code: ReasonCode
     detail: str
 

@@ -123,7 +123,7 @@ class IntentPolicy(_Strict):
                 raise ValueError(f"{both[0]!r} is in both {a} and {b}")
         return self
 
-    def requests(self, fragment: str) -> str | None:
+    def requests(self, fragment: str) -> Literal["primary", "secondary"] | None:
         """`primary`, `secondary` or None."""
         if fragment in self.primary:
             return "primary"

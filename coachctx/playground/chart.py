@@ -16,8 +16,8 @@ def routing_chart(d: Decision) -> dict[str, Any]:
     """Keyword score per intent with the confidence threshold (a red rule) and the margin (a
     shaded band below the top score: a runner-up inside it makes routing unsure)."""
     rows = scores_frame(d).to_dict("records")
-    threshold = float(d.intent.get("threshold", 1.0))
-    margin = float(d.intent.get("required_margin", 1.0))
+    threshold = d.intent.threshold
+    margin = d.intent.required_margin
     top = max((float(r["score"]) for r in rows), default=0.0)
     x_max = max(top, threshold, 0.5) * 1.25 + 0.25
     scale = {"domain": [0, x_max]}

@@ -138,7 +138,7 @@ def trace_fragments_frame(recorded: Mapping[str, Any], now: Decision) -> pd.Data
     for f in now.fragments:
         old = before.get(f.name, {})
         old_status, new_status = old.get("status", "—"), f.status
-        old_why, new_why = _main_reason(old) or "—", ", ".join(r["code"] for r in f.reasons) or "—"
+        old_why, new_why = _main_reason(old) or "—", ", ".join(r.code for r in f.reasons) or "—"
         rows.append({"fragment": f.name,
                      "recorded": STATUS_LABELS.get(old_status, old_status), "recorded reasons": old_why,
                      "now": STATUS_LABELS.get(new_status, new_status), "now reasons": new_why,

@@ -251,5 +251,5 @@ class ReplyReport:
 
 def reply_report(text: str, d: Decision) -> ReplyReport:
     return ReplyReport(words=count_words(text), max_words=d.max_words,
-                       clinical=bool(d.clinical.get("is_clinical")),
-                       clinical_terms=tuple(d.clinical.get("terms") or ()), referral=referral_line(text))
+                       clinical=d.clinical.is_clinical,
+                       clinical_terms=d.clinical.terms, referral=referral_line(text))

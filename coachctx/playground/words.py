@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 import pandas as pd
 
 from coachctx.engine.availability import facts
-from coachctx.engine.decision import Decision, FragmentDecision
+from coachctx.engine.decision import Decision, FragmentDecision, ModelCall
 from coachctx.engine.fragments import FRAGMENTS
 from coachctx.engine.services import Bundle
 
@@ -144,8 +144,8 @@ NOTE_LABELS: Final[Mapping[str, str]] = {
 
 def explain_fragment(f: FragmentDecision, d: Decision) -> str:
     """Why this fragment is in the prompt or not, in one or two sentences a coach can read."""
-    codes = {r["code"] for r in f.reasons}
-    notes = [f"{NOTE_LABELS[r['code']]} — {r['detail']}." for r in f.reasons if r["code"] in NOTE_CODES]
+    codes = {r.code for r in f.reasons}
+    notes = [f"{NOTE_LABELS[r.code]} — {r.detail}." for r in f.reasons if r.code in NOTE_CODES]
     asked = asked_for_by(f)
     if f.status == "selected":
         if "promoted_by_scope" in codes:
@@ -157,8 +157,8 @@ def explain_fragment(f: FragmentDecision, d: Decision) -> str:
         else:
             head = f"{asked.capitalize()} — it fitted the {d.budget}-token budget."
         return " ".join([head, *notes])
-    withholding = [r for r in f.reasons if r["code"] not in NOTE_CODES]
-    parts = [f"{REASON_LABELS.get(r['code'], r['code']).capitalize()}: {r['detail']}." for r in withholding]
+    withholding = [r for r in f.reasons if r.code not in NOTE_CODES]
+    parts = [f"{REASON_LABELS.get(r.code, r.code).capitalize()}: {r.detail}." for r in withholding]
     if asked and "not_requested" not in codes:
         parts.append(f"(Wanted as {asked}.)")
     return " ".join([*parts, *notes])
@@ -179,7 +179,7 @@ def fragments_frame(d: Decision) -> pd.DataFrame:
             "line": f.line if f.line is not None else "— (no data)",
             "hand": f.cost_hand,
             "measured": f.cost_measured,
-            "reasons": ", ".join(r["code"] for r in f.reasons) or "—",
+            "reasons": ", ".join(r.code for r in f.reasons) or "—",
             "service": f.service,
             "fragment": f.name,
         })
@@ -193,11 +193,11 @@ def fragment_row(f: FragmentDecision, d: Decision) -> tuple[str, str]:
     mark = "✔ sent" if f.status == "selected" else "✘ withheld"
     title = f"{mark} · {FRAGMENT_TITLES.get(f.name, f.name)} — {ROLE_LABELS.get(f.role, f.role)}, {f.cost} tokens"
     line = f.line if f.line is not None else "— (the service supplied no data)"
-    codes = ", ".join(f"`{r['code']}`" for r in f.reasons) or "none"
+    codes = ", ".join(f"`{r.code}`" for r in f.reasons) or "none"
     body = (f"**Why:** {explain_fragment(f, d)}  \n"
             f"**Line sent to the model:** {line}  \n"
             f"**Cost:** {f.cost_hand} tokens estimated (`hand`), {f.cost_measured} measured (`measured`); the budget "
-            f"counted {d.tokens['cost_mode']}  \n"
+            f"counted {d.tokens.cost_mode}  \n"
             f"**Reason codes:** {codes} · **service:** `{f.service}` · **fragment:** `{f.name}`")
     return title, body
 
@@ -206,11 +206,11 @@ def scores_frame(d: Decision) -> pd.DataFrame:
     """One row per intent: keyword score, the terms that matched, and its standing."""
     intent = d.intent
     rows = []
-    for name, value in intent["scores"].items():
-        terms = intent["matched"].get(name, [])
-        if name == intent["name"]:
+    for name, value in intent.scores.items():
+        terms = intent.matched.get(name, ())
+        if name == intent.name:
             standing = "routed"
-        elif name in intent["contenders"]:
+        elif name in intent.contenders:
             standing = "contender"
         else:
             standing = "other"
@@ -221,37 +221,36 @@ def scores_frame(d: Decision) -> pd.DataFrame:
 
 def matched_terms_frame(d: Decision) -> pd.DataFrame:
     rows = [{"intent": name, "term": term, "weight": float(weight)}
-            for name, terms in d.intent["matched"].items() for term, weight in terms]
+            for name, terms in d.intent.matched.items() for term, weight in terms]
     return pd.DataFrame(rows, columns=["intent", "term", "weight"])
 
 
 def routing_headline(d: Decision) -> str:
     i = d.intent
-    routed = _and(i["contenders"]) if i["source"] != "rules" and len(i["contenders"]) > 1 else i["name"]
-    return f"Routed to **{routed}** by {SOURCE_LABELS.get(i['source'], i['source'])}."
+    routed = _and(i.contenders) if i.source != "rules" and len(i.contenders) > 1 else i.name
+    return f"Routed to **{routed}** by {SOURCE_LABELS.get(i.source, i.source)}."
 
 
-def model_answer(model: Mapping[str, Any]) -> str:
+def model_answer(model: ModelCall) -> str:
     """What the model said at routing, without a raw None: 'answered `injury` in 840 ms'."""
-    raw, latency = model.get("raw"), model.get("latency_ms")
-    took = f" in {latency:.0f} ms" if isinstance(latency, int | float) else ""
-    if raw is None or not str(raw).strip():
+    took = f" in {model.latency_ms:.0f} ms" if model.latency_ms is not None else ""
+    if model.raw is None or not model.raw.strip():
         return f"asked, but gave no answer{took}"
-    return f"answered `{_short(str(raw), 80).replace('`', chr(39))}`{took}"
+    return f"answered `{_short(model.raw, 80).replace('`', chr(39))}`{took}"
 
 
 def decision_summary(d: Decision) -> str:
     """One line a coach reads first: what goes in, and what stays out and why."""
     sent = [FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "selected"]
-    held = [f"{FRAGMENT_TITLES.get(f.name, f.name)} ({REASON_LABELS.get(f.reasons[0]['code'], f.reasons[0]['code'])})"
+    held = [f"{FRAGMENT_TITLES.get(f.name, f.name)} ({REASON_LABELS.get(f.reasons[0].code, f.reasons[0].code)})"
             if f.reasons else FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "withheld"]
     return (f"**:green[Sent:]** {', '.join(sent) or 'nothing'}  \n"
             f"**:red[Withheld:]** {', '.join(held) or 'nothing'}")
 
 
 def service_status_lines(d: Decision) -> list[str]:
-    return [f"{':material/check_circle:' if s['status'] == 'ok' else ':material/error:'} **{name}**: "
-            f"{s['status']} — {s['detail']}"
+    return [f"{':material/check_circle:' if s.status == 'ok' else ':material/error:'} **{name}**: "
+            f"{s.status} — {s.detail}"
             for name, s in d.services.items()]
 
 

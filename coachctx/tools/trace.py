@@ -38,7 +38,7 @@ def make_trace(decision: Decision, bundle: Bundle, *, cost_mode: str, budget: in
     return _valid_text({
         "format": TRACE_FORMAT,
         "inputs": {"question": decision.question, "athlete": decision.athlete,
-                   "scope": decision.scope["requested"], "tier": decision.tier, "budget": budget,
+                   "scope": decision.scope.requested, "tier": decision.tier, "budget": budget,
                    "cost_mode": cost_mode},
         "decision": decision.to_json(),
         "bundle": _tag_nonfinite(bundle.to_snapshot()),

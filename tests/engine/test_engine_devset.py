@@ -34,18 +34,18 @@ class TestDevSet:
         for row in rows:
             d = select(row["q"], bundles[row.get("athlete", "maya")], policy, tier="paid",
                        scope=row.get("scope") or "auto", classifier=None)
-            if d.intent["name"] in row["intents"]:
+            if d.intent.name in row["intents"]:
                 routed_ok += 1
             else:
-                misses.append(f"  route: {row['q']!r} -> {d.intent['name']} ({d.intent['source']}), "
+                misses.append(f"  route: {row['q']!r} -> {d.intent.name} ({d.intent.source}), "
                               f"expected one of {row['intents']}")
             for need in row["needs"]:
                 needed += 1
                 if need in d.selected:
                     found += 1
                 else:
-                    reasons = "; ".join(r["code"] for r in d.fragment(need).reasons) or "-"
-                    misses.append(f"  need:  {row['q']!r} -> {need} withheld ({reasons}) under {d.intent['name']}")
+                    reasons = "; ".join(r.code for r in d.fragment(need).reasons) or "-"
+                    misses.append(f"  need:  {row['q']!r} -> {need} withheld ({reasons}) under {d.intent.name}")
         accuracy = routed_ok / len(rows)
         recall = found / needed if needed else 1.0
         report = (f"dev set: {len(rows)} questions; route accuracy {accuracy:.1%} ({routed_ok}/{len(rows)}); "

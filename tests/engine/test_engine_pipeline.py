@@ -3,12 +3,20 @@ Decision's bookkeeping (order, coverage, confidence, costs) holds."""
 
 from __future__ import annotations
 
+import pickle
+from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
 import pytest
 from engine_support import PAIN, StubClassifier
 
-from coachctx.engine.decision import NO_MATCH_CONFIDENCE, ROUTE_CONFIDENCE, Decision
+from coachctx.engine.decision import (
+    NO_MATCH_CONFIDENCE,
+    ROUTE_CONFIDENCE,
+    ClinicalFlag,
+    Decision,
+    ScopeChoice,
+)
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, select
 from coachctx.engine.plan import REASON_CODES, WITHHOLDING
@@ -40,7 +48,7 @@ REASON_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
 
 
 def _codes(d: Decision) -> set[str]:
-    return {r["code"] for f in d.fragments for r in f.reasons}
+    return {r.code for f in d.fragments for r in f.reasons}
 
 
 class TestReasonCodes:
@@ -50,9 +58,9 @@ class TestReasonCodes:
                        kwargs: dict[str, Any], fragment: str) -> None:
         d = select(question, bundles[athlete], policy, **kwargs)
         f = d.fragment(fragment)
-        assert code in [r["code"] for r in f.reasons], f.reasons
+        assert code in [r.code for r in f.reasons], f.reasons
         assert (f.status == "withheld") is (code in WITHHOLDING)
-        assert all(r["detail"] for r in f.reasons)
+        assert all(r.detail for r in f.reasons)
 
     def test_the_cases_cover_every_code(self, policy: Policy, bundles: dict[str, Bundle]) -> None:
         seen: set[str] = set()
@@ -63,10 +71,10 @@ class TestReasonCodes:
 
     def test_a_withheld_row_names_the_first_withholding_reason(self, policy: Policy, maya: Bundle) -> None:
         d = select(TRAINING, maya, policy, scope="week", tier="free")
-        rows = {w["fragment"]: w for w in d.withheld}
+        rows = {w.fragment: w for w in d.withheld}
         # demoted first (a note), then cut by the budget: the row names the cut
-        assert [r["code"] for r in d.fragment("readiness_training").reasons] == ["demoted_by_scope", "over_budget"]
-        assert rows["readiness_training"]["reason"] == "over_budget"
+        assert [r.code for r in d.fragment("readiness_training").reasons] == ["demoted_by_scope", "over_budget"]
+        assert rows["readiness_training"].reason == "over_budget"
         assert set(rows) == {f.name for f in d.fragments if f.status == "withheld"}
 
 
@@ -112,7 +120,7 @@ class TestDecision:
         d = select(PAIN, maya, policy)
         assert sorted(f.name for f in d.fragments) == sorted(FRAGMENT_NAMES)
         assert list(d.selected) == [f.name for f in d.fragments if f.status == "selected"]
-        context = d.prompt["messages"][0]["content"].split(CONTEXT_HEADER + "\n", 1)[1]
+        context = d.prompt.messages[0].content.split(CONTEXT_HEADER + "\n", 1)[1]
         assert context.split("\n") == [d.fragment(name).line for name in d.selected]
 
     def test_costs_follow_the_cost_mode(self, policy: Policy, maya: Bundle) -> None:
@@ -120,19 +128,19 @@ class TestDecision:
         measured = select(PAIN, maya, policy, cost_mode="measured")
         assert [f.cost for f in hand.fragments] == [f.cost_hand for f in hand.fragments]
         assert [f.cost for f in measured.fragments] == [f.cost_measured for f in measured.fragments]
-        assert measured.tokens["cost_mode"] == "measured"
+        assert measured.tokens.cost_mode == "measured"
         assert any(f.cost_hand != f.cost_measured for f in hand.fragments)
 
     def test_coverage_counts_requested_fragments_that_arrived(self, policy: Policy,
                                                              bundles: dict[str, Bundle]) -> None:
         d = select(TRAINING, bundles["omar"], policy)
         requested = [f for f in d.fragments if f.role != "none"]
-        missing = [f for f in requested if any(r["code"] == "unreachable" for r in f.reasons)]
+        missing = [f for f in requested if any(r.code == "unreachable" for r in f.reasons)]
         assert missing and d.coverage == round(1 - len(missing) / len(requested), 4)
 
     def test_a_budget_cut_does_not_lower_coverage(self, policy: Policy, maya: Bundle) -> None:
         d = select(TRAINING, maya, policy, budget=0)
-        cut = [f.name for f in d.fragments if any(r["code"] == "over_budget" for r in f.reasons)]
+        cut = [f.name for f in d.fragments if any(r.code == "over_budget" for r in f.reasons)]
         assert cut, "the zero budget must cut a secondary for this test to mean anything"
         assert d.coverage == 1.0
 
@@ -141,24 +149,24 @@ class TestDecision:
         fallback = select(PAIN, maya, policy)
         model = select(PAIN, maya, policy, classifier=StubClassifier("injury"))
         nothing = select("hmm?", maya, policy)
-        assert (rules.intent["source"], fallback.intent["source"], model.intent["source"]) == \
+        assert (rules.intent.source, fallback.intent.source, model.intent.source) == \
             ("rules", "fallback", "model")
         assert rules.confidence == 1.0 * rules.coverage == ROUTE_CONFIDENCE["rules"]
         assert model.confidence == ROUTE_CONFIDENCE["model"] < rules.confidence
         assert fallback.confidence == ROUTE_CONFIDENCE["fallback"] < model.confidence
-        assert nothing.intent["matched_nothing"] is True
+        assert nothing.intent.matched_nothing is True
         assert nothing.confidence == NO_MATCH_CONFIDENCE
 
     def test_a_given_scope_wins_over_the_inferred_one(self, policy: Policy, maya: Bundle) -> None:
         d = select("Can I add more mileage next week?", maya, policy, scope="months")
-        assert d.scope == {"requested": "months", "effective": "months", "inferred_from": None}
+        assert d.scope == ScopeChoice(requested="months", effective="months", inferred_from=None)
         auto = select("Can I add more mileage next week?", maya, policy)
-        assert auto.scope["requested"] == "auto" and auto.scope["effective"] == "week"
-        assert "next week" in auto.scope["inferred_from"]
+        assert auto.scope.requested == "auto" and auto.scope.effective == "week"
+        assert "next week" in auto.scope.inferred_from
 
     def test_the_clinical_flag(self, policy: Policy, maya: Bundle) -> None:
-        assert select(PAIN, maya, policy).clinical == {"is_clinical": True, "terms": ["pain"]}
-        assert select(TRAINING, maya, policy).clinical["is_clinical"] is False
+        assert select(PAIN, maya, policy).clinical == ClinicalFlag(is_clinical=True, terms=("pain",))
+        assert select(TRAINING, maya, policy).clinical.is_clinical is False
 
     def test_a_recorded_route_is_replayed_instead_of_routing_again(self, policy: Policy, maya: Bundle) -> None:
         from coachctx.engine.routing import route
@@ -166,15 +174,39 @@ class TestDecision:
         recorded = route(PAIN, policy, StubClassifier("injury"))
         model = StubClassifier("training")
         d = select(PAIN, maya, policy, classifier=model, recorded_route=recorded)
-        assert (d.intent["name"], d.intent["source"]) == ("injury", "model")
+        assert (d.intent.name, d.intent.source) == ("injury", "model")
         assert model.asked == []
 
-    def test_the_decision_is_frozen(self, policy: Policy, maya: Bundle) -> None:
-        d = select(PAIN, maya, policy)
-        with pytest.raises(AttributeError, match=r"^cannot assign to field 'question'$"):
-            d.question = "other"  # type: ignore[misc]
-        # below the top level too: each fragment, and every sequence the Decision holds
-        with pytest.raises(AttributeError, match=r"^cannot assign to field 'status'$"):
-            d.fragments[0].status = "withheld"  # type: ignore[misc]
-        for value in (d.selected, d.fragments, d.warnings, *(f.reasons for f in d.fragments)):
+    def test_the_decision_is_deeply_frozen(self, policy: Policy, maya: Bundle) -> None:
+        # a model route, so the model's record is there to try too
+        d = select(PAIN, maya, policy, classifier=StubClassifier("injury"))
+        assert d.intent.model is not None
+        records = [d, d.scope, d.intent, d.intent.model, d.tokens, d.policy, d.clinical, d.prompt,
+                   *d.prompt.messages, *d.services.values(), *d.fragments, *(r for f in d.fragments for r in f.reasons),
+                   *d.withheld]
+        for record in records:
+            name = fields(record)[0].name
+            with pytest.raises(FrozenInstanceError, match=rf"^cannot assign to field '{name}'$"):
+                setattr(record, name, None)
+        mappings = [d.intent.scores, d.intent.matched, d.services, *(f.requested_by for f in d.fragments)]
+        assert all(len(m) for m in mappings[:3]) and any(len(m) for m in mappings[3:])
+        for mapping in mappings:
+            with pytest.raises(TypeError, match="does not support item assignment"):
+                mapping["training"] = None  # type: ignore[index]
+        with pytest.raises(TypeError, match="does not support item assignment"):
+            d.intent.contenders[0] = "general"  # type: ignore[index]
+        # every sequence is a tuple, down to the matched (term, weight) pairs and the prompt's messages
+        sequences = [d.selected, d.fragments, d.warnings, d.intent.contenders, d.intent.scripts, d.clinical.terms,
+                     d.prompt.messages, d.prompt.naive_messages, d.scope.inferred_from, d.withheld,
+                     *d.intent.matched.values(), *(p for v in d.intent.matched.values() for p in v),
+                     *(f.reasons for f in d.fragments)]
+        for value in sequences:
             assert isinstance(value, tuple), value
+
+    def test_the_decision_pickles_whole(self, policy: Policy, maya: Bundle) -> None:
+        # the playground's cache pickles what it keeps; a read-only mapping must survive that
+        d = select(PAIN, maya, policy, classifier=StubClassifier("injury"))
+        again = pickle.loads(pickle.dumps(d))
+        assert again == d and again.to_json() == d.to_json()
+        with pytest.raises(TypeError, match="does not support item assignment"):
+            again.intent.scores["injury"] = 0.0  # type: ignore[index]

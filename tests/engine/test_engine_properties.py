@@ -52,8 +52,8 @@ def _check_invariants(d: Decision) -> None:
         if f.status == "withheld":
             assert f.reasons, f
     assert 0.0 <= d.confidence <= d.coverage <= 1.0
-    assert d.intent["name"] in INTENTS
-    assert d.tokens["prompt"] > 0 and d.tokens["naive"] > 0
+    assert d.intent.name in INTENTS
+    assert d.tokens.prompt > 0 and d.tokens.naive > 0
     json.dumps(d.to_json(), ensure_ascii=False)
 
 
@@ -84,13 +84,13 @@ class TestSelectProperties:
         kwargs = {"tier": budget} if isinstance(budget, str) else {"budget": budget}
         d = select(question, bundles[athlete], policy, scope=scope, cost_mode=cost_mode, **kwargs)  # type: ignore[arg-type]
         for f in d.fragments:
-            codes = {r["code"] for r in f.reasons}
+            codes = {r.code for r in f.reasons}
             if f.role == "primary":
                 assert "over_budget" not in codes, f
                 if f.status == "withheld":
                     assert codes & (MISSING | {"dropped_by_scope"}), f
         spent = sum(f.cost for f in d.fragments if f.role == "secondary" and f.status == "selected")
-        assert spent == d.tokens["budget_spent"] <= d.budget
+        assert spent == d.tokens.budget_spent <= d.budget
         _check_invariants(d)
 
     @SETTINGS
@@ -107,16 +107,16 @@ class TestSelectProperties:
         words += data.draw(st.lists(st.sampled_from(_terms(policy)), max_size=2))
         d = select(" ".join(words), bundles[athlete], policy, scope=scope, tier=tier,
                    classifier=StubClassifier("general"))
-        event(f"route {d.intent['source']}")
-        assume(d.intent["source"] == "rules")
-        assert d.intent["confident"] is True
+        event(f"route {d.intent.source}")
+        assume(d.intent.source == "rules")
+        assert d.intent.confident is True
         named = named_fragments_in(d.question, policy)
-        scoring = [i for i, v in d.intent["scores"].items() if v > 0]
-        for name in policy.intent(d.intent["name"]).exclude:
+        scoring = [i for i, v in d.intent.scores.items() if v > 0]
+        for name in policy.intent(d.intent.name).exclude:
             f = d.fragment(name)
             protected = any(name in policy.intent(i).primary for i in scoring) or name in named or (
-                name == "readiness_injury" and d.clinical["is_clinical"])
-            codes = [r["code"] for r in f.reasons]
+                name == "readiness_injury" and d.clinical.is_clinical)
+            codes = [r.code for r in f.reasons]
             if protected:  # evidence in the question beats the exclude
                 assert "kept_despite_exclude" in codes and "excluded" not in codes
             else:
@@ -130,14 +130,14 @@ class TestSelectProperties:
             self, policy: Policy, maya: Bundle, data: st.DataObject, label: str, scope: str) -> None:
         question = _vocabulary_question(data, policy)
         d = select(question, maya, policy, scope=scope, classifier=StubClassifier(label))
-        event(f"route {d.intent['source']}")
+        event(f"route {d.intent.source}")
         assert [w for w in d.warnings if "exclude removed" in w] == []
         # on every route, not only uncertain ones: a contender, or any intent with evidence in the
         # question, never loses a primary to an exclude (a rules route's contender is its winner)
-        with_evidence = [i for i, v in d.intent["scores"].items() if v > 0]
-        for intent in dict.fromkeys([*d.intent["contenders"], *with_evidence]):
+        with_evidence = [i for i, v in d.intent.scores.items() if v > 0]
+        for intent in dict.fromkeys([*d.intent.contenders, *with_evidence]):
             for name in policy.intent(intent).primary:
-                assert "excluded" not in [r["code"] for r in d.fragment(name).reasons], (intent, name)
+                assert "excluded" not in [r.code for r in d.fragment(name).reasons], (intent, name)
 
 
 class TestPainInvariant:
@@ -159,12 +159,12 @@ class TestPainInvariant:
         question = " ".join(words)
         d = select(question, maya, policy, scope=scope, tier=tier,
                    classifier=None if label is None else StubClassifier(label))
-        event(f"route {d.intent['source']}; scope {d.scope['effective']}")
-        assert d.clinical["is_clinical"], question
-        assert "readiness_injury" in d.selected, (question, d.intent["scores"])
+        event(f"route {d.intent.source}; scope {d.scope.effective}")
+        assert d.clinical.is_clinical, question
+        assert "readiness_injury" in d.selected, (question, d.intent.scores)
         training = d.fragment("readiness_training")
-        by_scope = {"demoted_by_scope", "dropped_by_scope"} & {r["code"] for r in training.reasons}
+        by_scope = {"demoted_by_scope", "dropped_by_scope"} & {r.code for r in training.reasons}
         # a horizon of a week or months moves this morning's readiness on purpose, with its own reason;
         # nothing else may take it away
-        assert "readiness_training" in d.selected or by_scope, (question, d.intent["scores"], training.reasons)
+        assert "readiness_training" in d.selected or by_scope, (question, d.intent.scores, training.reasons)
         assert not [w for w in d.warnings if "exclude removed" in w or "sounds clinical" in w]

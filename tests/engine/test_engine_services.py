@@ -9,6 +9,7 @@ import pytest
 from engine_support import PAIN, FaultyUpstream
 
 from coachctx.engine.availability import facts
+from coachctx.engine.decision import Withheld
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import select
 from coachctx.engine.plan import Reason
@@ -69,8 +70,8 @@ class TestSampleAthletes:
         d = select(PAIN, bundles[athlete], policy)
         f = d.fragment(fragment)
         assert f.status == "withheld"
-        assert code in [r["code"] for r in f.reasons]
-        assert {"fragment": fragment, "reason": code, "detail": f.reasons[-1]["detail"]} in d.withheld
+        assert code in [r.code for r in f.reasons]
+        assert Withheld(fragment, code, f.reasons[-1].detail) in d.withheld
         assert d.coverage < 1.0
 
     def test_language_and_city_come_from_the_account(self, bundles: dict[str, Bundle]) -> None:
@@ -157,7 +158,7 @@ class TestFetchBundleFaults:
         bundle = fetch_bundle(FaultyUpstream({"readiness": fault}), "maya")
         d = select(PAIN, bundle, policy)
         assert "readiness_injury" not in d.selected
-        assert {"code": status, "detail": detail} in d.fragment("readiness_injury").reasons
+        assert Reason(status, detail) in d.fragment("readiness_injury").reasons
 
     def test_every_service_down_at_once(self, policy: Policy) -> None:
         upstream = FaultyUpstream(dict.fromkeys(("account", "baselines", "readiness", "conditions"),

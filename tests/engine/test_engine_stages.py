@@ -173,20 +173,20 @@ class TestFragmentTerms:
         p = _naming(policy)
         d = select("Is the heat too much for my deadlifts outside? I am a Nachteule anyway", maya, p, budget=40)
         by_name = {f.name: f for f in d.fragments}
-        assert d.intent["name"] == "conditions"
+        assert d.intent.name == "conditions"
         assert by_name["baseline_strength"].status == "selected"
         assert by_name["chronotype"].role == "secondary"
         later = [f for f in d.fragments if f.role == "secondary" and f.name not in ("baseline_strength", "chronotype")]
         assert later and all(f.status == "withheld" for f in later)
-        assert by_name["baseline_strength"].reasons[0]["detail"].startswith("the question names it (deadlift)")
+        assert by_name["baseline_strength"].reasons[0].detail.startswith("the question names it (deadlift)")
 
     def test_a_question_no_vocabulary_term_matched_still_gets_what_it_names(self, policy: Policy,
                                                                           maya: Bundle) -> None:
         d = select("ugh, a night owl like me", maya, _naming(policy))
-        assert d.intent["matched_nothing"]
+        assert d.intent.matched_nothing
         chrono = next(f for f in d.fragments if f.name == "chronotype")
         assert (chrono.status, chrono.role) == ("selected", "secondary")
-        assert chrono.reasons[0]["code"] == "evidence_in_question"
+        assert chrono.reasons[0].code == "evidence_in_question"
 
 
 class TestApplyScope:
@@ -320,7 +320,7 @@ class TestAvailability:
     def test_injected_text_stays_inside_its_line_in_the_prompt(self, policy: Policy,
                                                                  bundles: dict[str, Bundle]) -> None:
         d = select("How is my training block going?", bundles["priya"], policy)
-        system = d.prompt["messages"][0]["content"]
+        system = d.prompt.messages[0].content
         context = system.split(CONTEXT_HEADER, 1)[1].strip().split("\n")
         assert len(context) == len(d.selected)
         assert context == [d.fragment(n).line for n in d.selected]
@@ -393,7 +393,7 @@ class TestAudit:
     def test_fires_on_the_original_design_for_the_pain_question(
             self, policy: Policy, maya: Bundle, label: str) -> None:
         d = select(PAIN, maya, policy, classifier=StubClassifier(label), soften_excludes=False)
-        assert d.intent["source"] == "model"
+        assert d.intent.source == "model"
         lost = "readiness_injury" if label == "training" else "readiness_training"
         other = "injury" if label == "training" else "training"
         [warning] = _exclude_warnings(d.warnings)
@@ -452,7 +452,7 @@ class TestAudit:
 
     def test_a_question_nothing_matched_is_reported_with_its_scripts(self, policy: Policy, maya: Bundle) -> None:
         d = select("هل يمكنني الركض اليوم؟", maya, with_vocabulary(policy, MINI_VOCABULARY))  # no Arabic terms
-        assert d.intent["matched_nothing"]
+        assert d.intent.matched_nothing
         assert "no vocabulary matched (scripts seen: Arabic); such questions always leave the rules" in d.warnings
 
     def test_a_failed_model_is_reported(self, policy: Policy, maya: Bundle) -> None:
@@ -505,19 +505,20 @@ class TestPrompt:
 
     def test_the_decision_carries_both_prompts_and_their_counts(self, policy: Policy, maya: Bundle) -> None:
         d = select(PAIN, maya, policy)
-        system = system_block("en", 250, d.clinical["terms"])  # max of training 250 and injury 220
+        system = system_block("en", 250, d.clinical.terms)  # max of training 250 and injury 220
         assert d.max_words == 250
-        assert d.prompt["messages"][0]["content"].startswith(system + "\n\n" + CONTEXT_HEADER)
-        assert d.prompt["naive_messages"][0]["content"].startswith(system + "\n\nAthlete data: {")
-        assert d.tokens["prompt"] == count_messages(d.prompt["messages"])
-        assert d.tokens["naive"] == count_messages(d.prompt["naive_messages"])
-        assert d.tokens["prompt"] < d.tokens["naive"]
-        assert d.tokens["saved_pct"] == round(100 * (d.tokens["naive"] - d.tokens["prompt"]) / d.tokens["naive"], 1)
+        assert d.prompt.messages[0].content.startswith(system + "\n\n" + CONTEXT_HEADER)
+        assert d.prompt.naive_messages[0].content.startswith(system + "\n\nAthlete data: {")
+        assert d.tokens.prompt == count_messages(d.prompt.chat())
+        assert d.prompt.naive_messages is not None
+        assert d.tokens.naive == count_messages([m.to_json() for m in d.prompt.naive_messages])
+        assert d.tokens.prompt < d.tokens.naive
+        assert d.tokens.saved_pct == round(100 * (d.tokens.naive - d.tokens.prompt) / d.tokens.naive, 1)
 
     def test_the_athlete_language_and_the_routed_max_words(self, policy: Policy, bundles: dict[str, Bundle]) -> None:
         d = select("interval workout tempo race pace", bundles["kenji"], policy)
-        assert d.intent["source"] == "rules"
+        assert d.intent.source == "rules"
         assert d.language == "ja"
-        system = d.prompt["messages"][0]["content"]
+        system = d.prompt.messages[0].content
         assert "Reply in Japanese." in system
-        assert f"Use at most {policy.intent(d.intent['name']).max_words} words." in system
+        assert f"Use at most {policy.intent(d.intent.name).max_words} words." in system

@@ -47,17 +47,17 @@ class TestCountingFromPieces:
             for q in (row["q"] for row in dev_rows()):
                 for tier in ("free", "paid"):
                     d = select(q, bundle, policy, tier=tier)
-                    system = system_block(bundle.language, d.max_words, d.clinical["terms"])
+                    system = system_block(bundle.language, d.max_words, d.clinical.terms)
                     lines = [(n, d.fragment(n).line or "") for n in d.selected]
-                    assert d.tokens["prompt"] == build_prompt(system, lines, d.question).tokens
-                    assert d.tokens["naive"] == build_naive_prompt(system, bundle.naive_payload(), d.question).tokens
+                    assert d.tokens.prompt == build_prompt(system, lines, d.question).tokens
+                    assert d.tokens.naive == build_naive_prompt(system, bundle.naive_payload(), d.question).tokens
 
     def test_the_naive_count_only_on_request(self, policy: Policy, bundles: dict[str, Bundle]) -> None:
         d = select("Should I train through this pain?", bundles["maya"], policy, count_naive=False)
         full = select("Should I train through this pain?", bundles["maya"], policy)
-        assert d.tokens["naive"] is None and d.tokens["saved_pct"] is None
-        assert full.tokens["naive"] > full.tokens["prompt"] == d.tokens["prompt"]
-        assert d.prompt["messages"] == full.prompt["messages"] and d.prompt["naive_messages"] is None
+        assert d.tokens.naive is None and d.tokens.saved_pct is None
+        assert full.tokens.naive > full.tokens.prompt == d.tokens.prompt
+        assert d.prompt.messages == full.prompt.messages and d.prompt.naive_messages is None
 
     def test_a_bundle_is_prepared_once_per_object(self, bundles: dict[str, Bundle]) -> None:
         maya = bundles["maya"]

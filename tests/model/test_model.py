@@ -42,7 +42,7 @@ def _classifier(chat: ChatServer, timeout_s: float = 5.0) -> OpenAIClassifier:
 def _assert_both_readiness_selected(d: Decision) -> None:
     for name in READINESS:
         assert name in d.selected, (name, d.fragment(name).reasons)
-    assert {"training", "injury"} <= set(d.intent["contenders"])
+    assert {"training", "injury"} <= set(d.intent.contenders)
     assert [w for w in d.warnings if "exclude removed" in w] == []
 
 
@@ -50,17 +50,17 @@ class TestPainQuestionWithoutModel:
     def test_falls_back_and_keeps_both_readiness_signals(self, policy: Policy, maya: Bundle) -> None:
         assert classifier_from_env() is None  # conftest cleared the environment
         d = select(PAIN, maya, policy, classifier=classifier_from_env())
-        assert d.intent["source"] == "fallback"
-        assert d.intent["fallback_reason"] == "no_model_configured"
-        assert d.intent["model"] is None
-        assert d.intent["confident"] is False
+        assert d.intent.source == "fallback"
+        assert d.intent.fallback_reason == "no_model_configured"
+        assert d.intent.model is None
+        assert d.intent.confident is False
         _assert_both_readiness_selected(d)
         assert d.warnings == ()
 
     def test_the_softened_excludes_are_recorded(self, policy: Policy, maya: Bundle) -> None:
         d = select(PAIN, maya, policy)
         for name in READINESS:
-            assert "kept_despite_exclude" in [r["code"] for r in d.fragment(name).reasons]
+            assert "kept_despite_exclude" in [r.code for r in d.fragment(name).reasons]
         assert d.fragment("readiness_injury").requested_by == {"injury": "primary"}
 
 
@@ -68,12 +68,12 @@ class TestOpenAIClassifier:
     def test_a_good_label(self, chat: ChatServer, policy: Policy, maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(content="injury")
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
-        assert (d.intent["name"], d.intent["source"], d.intent["fallback_reason"]) == ("injury", "model", None)
-        model = d.intent["model"]
-        assert (model["label"], model["raw"]) == ("injury", "injury")
-        assert model["latency_ms"] > 0
+        assert (d.intent.name, d.intent.source, d.intent.fallback_reason) == ("injury", "model", None)
+        model = d.intent.model
+        assert model is not None and (model.label, model.raw) == ("injury", "injury")
+        assert (model.latency_ms or 0) > 0
         # training is still a contender, so its readiness stays even though injury excludes it
-        assert d.intent["contenders"] == ["injury", "training"]
+        assert d.intent.contenders == ("injury", "training")
         _assert_both_readiness_selected(d)
         assert d.selected[0] == "readiness_injury"
 
@@ -94,18 +94,18 @@ class TestOpenAIClassifier:
                                                          maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(content="banana")
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
-        assert (d.intent["source"], d.intent["fallback_reason"]) == ("fallback", "invalid_label")
-        assert d.intent["model"]["raw"] == "banana"
-        assert d.intent["model"]["label"] is None
-        assert "the model answered 'banana', which is not an intent" in d.intent["reason"]
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "invalid_label")
+        assert d.intent.model.raw == "banana"
+        assert d.intent.model.label is None
+        assert "the model answered 'banana', which is not an intent" in d.intent.reason
         _assert_both_readiness_selected(d)
         assert len(chat.requests) == 1
 
     def test_a_500_falls_back_as_model_error(self, chat: ChatServer, policy: Policy, maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(status=500)
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
-        assert (d.intent["source"], d.intent["fallback_reason"]) == ("fallback", "model_error")
-        assert "the model call failed (HTTP 500)" in d.intent["reason"]
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "model_error")
+        assert "the model call failed (HTTP 500)" in d.intent.reason
         assert len(chat.requests) == 1  # max_retries=0: one request, not a retry storm
         _assert_both_readiness_selected(d)
         assert "the model could not route this question (model_error); fell back to training" in d.warnings
@@ -113,9 +113,9 @@ class TestOpenAIClassifier:
     def test_a_timeout_falls_back_as_model_timeout(self, chat: ChatServer, policy: Policy, maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(content="injury", delay_s=5.0)
         d = select(PAIN, maya, policy, classifier=_classifier(chat, CLIENT_TIMEOUT_S))
-        assert (d.intent["source"], d.intent["fallback_reason"]) == ("fallback", "model_timeout")
-        assert CLIENT_TIMEOUT_S * 1000 * 0.9 <= d.intent["model"]["latency_ms"] < 3000
-        assert "the model timed out" in d.intent["reason"]
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "model_timeout")
+        assert CLIENT_TIMEOUT_S * 1000 * 0.9 <= d.intent.model.latency_ms < 3000
+        assert "the model timed out" in d.intent.reason
         _assert_both_readiness_selected(d)
         assert len(chat.requests) == 1
 
@@ -123,32 +123,32 @@ class TestOpenAIClassifier:
                                                       maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(raw_body=b"<html>bad gateway</html>", content_type="text/html")
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
-        assert (d.intent["source"], d.intent["fallback_reason"]) == ("fallback", "model_error")
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "model_error")
         _assert_both_readiness_selected(d)
 
     def test_truncated_json_is_a_model_error(self, chat: ChatServer, policy: Policy, maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(raw_body=b'{"choices": [')
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
-        assert (d.intent["source"], d.intent["fallback_reason"]) == ("fallback", "model_error")
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "model_error")
 
     @pytest.mark.parametrize("content", ["", None])
     def test_an_empty_answer_is_an_invalid_label(self, chat: ChatServer, policy: Policy, maya: Bundle,
                                                  content: str | None) -> None:
         chat.behaviour = ChatBehaviour(content=content)
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
-        assert (d.intent["source"], d.intent["fallback_reason"]) == ("fallback", "invalid_label")
-        assert d.intent["model"]["raw"] == ""
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "invalid_label")
+        assert d.intent.model.raw == ""
 
     def test_a_wordy_but_clear_answer_is_accepted(self, chat: ChatServer, policy: Policy, maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(content=" Injury.\n")
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
-        assert (d.intent["name"], d.intent["source"]) == ("injury", "model")
+        assert (d.intent.name, d.intent.source) == ("injury", "model")
 
     def test_a_confident_question_never_reaches_the_server(self, chat: ChatServer, policy: Policy,
                                                            maya: Bundle) -> None:
         d = select("Plan my interval training: tempo workout, race pace, long run", maya, policy,
                    classifier=_classifier(chat))
-        assert d.intent["source"] == "rules"
+        assert d.intent.source == "rules"
         assert chat.requests == []
 
     def test_nothing_listening_is_a_model_error(self, policy: Policy, maya: Bundle) -> None:
@@ -156,7 +156,7 @@ class TestOpenAIClassifier:
         url = closed.base_url
         closed.server_close()
         d = select(PAIN, maya, policy, classifier=OpenAIClassifier(api_key="k", base_url=url, timeout_s=2.0))
-        assert (d.intent["source"], d.intent["fallback_reason"]) == ("fallback", "model_error")
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "model_error")
 
 
 class TestClassifierFromEnv:
@@ -168,7 +168,7 @@ class TestClassifierFromEnv:
         classifier = classifier_from_env()
         assert classifier is not None
         d = select(PAIN, maya, policy, classifier=classifier)
-        assert (d.intent["name"], d.intent["source"]) == ("injury", "model")
+        assert (d.intent.name, d.intent.source) == ("injury", "model")
         [request] = chat.requests
         assert request["body"]["model"] == "router-small"
         assert request["headers"]["authorization"] == "Bearer env-key"
@@ -186,7 +186,7 @@ class TestClassifierFromEnv:
         monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
         monkeypatch.setenv("COACHCTX_MODEL_TIMEOUT", str(CLIENT_TIMEOUT_S))
         d = select(PAIN, maya, policy, classifier=classifier_from_env())
-        assert d.intent["fallback_reason"] == "model_timeout"
+        assert d.intent.fallback_reason == "model_timeout"
 
     def test_nothing_configured_means_no_classifier(self) -> None:
         assert classifier_from_env({}) is None

@@ -388,8 +388,8 @@ class TestLibraryArgumentsOfTheWrongKind:
 
         d = select("hm, not sure", fetch_bundle(FixtureUpstream(), "maya"), load_policy(),
                    classifier=lambda q, intents: answer)
-        assert d.intent["source"] == "fallback" and d.intent["fallback_reason"] == "model_error"
-        assert "not a ModelAnswer" in d.intent["reason"]
+        assert d.intent.source == "fallback" and d.intent.fallback_reason == "model_error"
+        assert "not a ModelAnswer" in d.intent.reason
 
 
 @pytest.mark.timeout(20)

@@ -36,7 +36,7 @@ QUESTIONS = (
 
 
 def context_lines(decision: Decision) -> list[str]:
-    system = decision.prompt["messages"][0]["content"]
+    system = decision.prompt.messages[0].content
     assert system.count(CONTEXT_HEADER) == 1
     return system.split(CONTEXT_HEADER + "\n", 1)[1].split("\n")
 
@@ -51,15 +51,15 @@ def labels(policy: Policy) -> dict[str, str]:
 
 
 def assert_each_fragment_on_one_line(decision: Decision, labels: dict[str, str]) -> None:
-    messages = decision.prompt["messages"]
-    assert [m["role"] for m in messages] == ["system", "user"]
+    messages = decision.prompt.messages
+    assert [m.role for m in messages] == ["system", "user"]
     lines = context_lines(decision)
     assert len(lines) == len(decision.selected)
     for name, line in zip(decision.selected, lines, strict=True):
         assert line.startswith(labels[name]), line
         assert line == decision.fragment(name).line
         assert "```" not in line
-    system_lines = messages[0]["content"].split("\n")
+    system_lines = messages[0].content.split("\n")
     for line in system_lines:
         assert not FORGED_ROLES.match(line), line
         assert not line.startswith(("- injected", "### Instruction", "<|im_start|>")), line
@@ -179,7 +179,7 @@ class TestEveryFieldPoisoned:
                                                                         policy: Policy) -> None:
         """The baseline pastes the bundle as compact JSON: newlines arrive escaped."""
         decision = select("thanks!", poisoned, policy)
-        naive = decision.prompt["naive_messages"][0]["content"]
+        naive = decision.prompt.naive_messages[0].content
         assert not any(FORGED_ROLES.match(line) for line in naive.split("\n"))
 
     def test_a_poisoned_language_does_not_reach_the_system_block(self, policy: Policy) -> None:
@@ -195,6 +195,6 @@ class TestEveryFieldPoisoned:
                 return response
 
         decision = select("thanks!", fetch_bundle(PoisonedLanguage(), "maya"), policy)
-        system = decision.prompt["messages"][0]["content"]
+        system = decision.prompt.messages[0].content
         assert "Reply in the language of the question." in system
         assert not any(FORGED_ROLES.match(line) for line in system.split("\n"))

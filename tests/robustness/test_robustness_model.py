@@ -106,10 +106,10 @@ class TestModelAnswers:
     @pytest.mark.timeout(10)
     def test_a_good_label_is_used(self, ask: Callable[[str], Decision], server: ChatServer) -> None:
         decision = ask("label:injury")
-        assert decision.intent["source"] == "model"
-        assert decision.intent["name"] == "injury"
-        assert decision.intent["model"]["label"] == "injury"
-        assert decision.intent["fallback_reason"] is None
+        assert decision.intent.source == "model"
+        assert decision.intent.name == "injury"
+        assert decision.intent.model.label == "injury"
+        assert decision.intent.fallback_reason is None
         assert decision.confidence == round(decision.coverage * ROUTE_CONFIDENCE["model"], 4)
         sent = server.requests[-1]
         assert sent["path"] == "/v1/chat/completions"
@@ -119,7 +119,7 @@ class TestModelAnswers:
     @pytest.mark.timeout(10)
     @pytest.mark.parametrize("mode", ["label:Injury.", "label: `training`", 'label:{"intent": "injury"}'])
     def test_labels_in_a_little_noise_are_accepted(self, mode: str, ask: Callable[[str], Decision]) -> None:
-        assert ask(mode).intent["source"] == "model"
+        assert ask(mode).intent.source == "model"
 
 
 class TestModelFaults:
@@ -142,19 +142,19 @@ class TestModelFaults:
         decision = ask(mode)
         elapsed = time.perf_counter() - started
         intent = decision.intent
-        assert intent["source"] == "fallback"
-        assert intent["fallback_reason"] == reason
-        assert says in intent["reason"]
-        assert intent["reason"].endswith(f"so fell back to {intent['name']}")
-        assert intent["name"] == route(UNSURE, policy, None).intent  # the keyword fallback
-        assert set(intent["contenders"]) == {"training", "injury"}
-        assert f"the model could not route this question ({reason}); fell back to {intent['name']}" \
+        assert intent.source == "fallback"
+        assert intent.fallback_reason == reason
+        assert says in intent.reason
+        assert intent.reason.endswith(f"so fell back to {intent.name}")
+        assert intent.name == route(UNSURE, policy, None).intent  # the keyword fallback
+        assert set(intent.contenders) == {"training", "injury"}
+        assert f"the model could not route this question ({reason}); fell back to {intent.name}" \
             in decision.warnings
         assert decision.confidence == round(decision.coverage * ROUTE_CONFIDENCE["fallback"], 4)
         # uncertain routing keeps both contenders' primaries: nothing the runner-up needs is lost
         assert {"readiness_training", "readiness_injury"} <= set(decision.selected)
         if reason == "model_timeout":
-            assert intent["model"]["latency_ms"] < SERVER_STALL_S * 1000
+            assert intent.model.latency_ms < SERVER_STALL_S * 1000
             assert elapsed < SERVER_STALL_S  # the client gave up; it did not wait for the stalled server
 
     @pytest.mark.timeout(10)
@@ -166,15 +166,15 @@ class TestModelFaults:
             port = s.getsockname()[1]
         dead = OpenAIClassifier(api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1", timeout_s=MODEL_TIMEOUT_S)
         decision = select(UNSURE, maya, policy, classifier=dead)
-        assert decision.intent["fallback_reason"] in ("model_error", "model_timeout")
-        assert decision.intent["source"] == "fallback"
+        assert decision.intent.fallback_reason in ("model_error", "model_timeout")
+        assert decision.intent.source == "fallback"
 
     @pytest.mark.timeout(10)
     def test_a_confident_question_never_calls_the_model(self, server: ChatServer, classifier: OpenAIClassifier,
                                                         policy: Policy, maya: Bundle) -> None:
         server.behaviour = behaviour("500")
         decision = select("How much protein per day?", maya, policy, classifier=classifier)
-        assert decision.intent["source"] == "rules"
+        assert decision.intent.source == "rules"
         assert server.requests == []
 
 
@@ -209,8 +209,8 @@ class TestTotalDeadline:
         server.behaviour = slowly
         decision = select(UNSURE, maya, policy, classifier=slow)
         intent = decision.intent
-        assert (intent["source"], intent["fallback_reason"]) == ("fallback", "model_timeout")
-        assert f"no complete answer within the {DEADLINE_S:g} s deadline" in intent["reason"]
+        assert (intent.source, intent.fallback_reason) == ("fallback", "model_timeout")
+        assert f"no complete answer within the {DEADLINE_S:g} s deadline" in intent.reason
         assert {"readiness_training", "readiness_injury"} <= set(decision.selected)
         assert model_threads() == []  # the call's loop and its thread are gone
 
@@ -227,8 +227,8 @@ class TestTotalDeadline:
             self, server: ChatServer, slow: OpenAIClassifier, policy: Policy, maya: Bundle) -> None:
         server.behaviour = ChatBehaviour(content="injury " * 1_500_000)
         decision = select(UNSURE, maya, policy, classifier=slow)
-        assert decision.intent["fallback_reason"] == "model_error"
-        assert decision.intent["model"]["raw"] is None
+        assert decision.intent.fallback_reason == "model_error"
+        assert decision.intent.model.raw is None
         assert len(json.dumps(decision.to_json())) < 100_000
 
     @pytest.mark.timeout(10)
@@ -236,8 +236,8 @@ class TestTotalDeadline:
             self, server: ChatServer, slow: OpenAIClassifier, policy: Policy, maya: Bundle) -> None:
         server.behaviour = ChatBehaviour(content="injury " * 20_000)  # 140 kB: read, but not kept whole
         decision = select(UNSURE, maya, policy, classifier=slow)
-        raw = decision.intent["model"]["raw"]
-        assert decision.intent["fallback_reason"] == "invalid_label"
+        raw = decision.intent.model.raw
+        assert decision.intent.fallback_reason == "invalid_label"
         assert raw.startswith("injury injury") and raw.endswith(f"[{140_000 - MAX_RAW_CHARS} more characters not kept]")
         assert len(raw) < MAX_RAW_CHARS + 60
         trace = make_trace(decision, maya, cost_mode="hand", budget=None)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coachctx.engine.decision import Decision
+from coachctx.engine.decision import Decision, Message
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, select
 from coachctx.engine.policy import Policy
@@ -55,9 +55,9 @@ def decide_or_refuse(question: str, bundle: Bundle, policy: Policy) -> Decision 
     assert isinstance(decision, Decision)
     assert decision.question == stripped
     assert {f.name for f in decision.fragments} == set(FRAGMENT_NAMES)
-    assert decision.intent["source"] in ("rules", "fallback")
-    assert decision.prompt["messages"][-1] == {"role": "user", "content": stripped}
-    assert decision.tokens["prompt"] > 0 and decision.tokens["naive"] > 0
+    assert decision.intent.source in ("rules", "fallback")
+    assert decision.prompt.messages[-1] == Message("user", stripped)
+    assert decision.tokens.prompt > 0 and decision.tokens.naive > 0
     decision.to_json()
     return decision
 
@@ -119,13 +119,13 @@ class TestEdges:
     def test_invisible_characters_do_not_hide_a_term(self, question: str, policy: Policy, maya: Bundle) -> None:
         """Normalisation drops format characters and folds width and case before matching."""
         decision = select(question, maya, policy)
-        assert decision.intent["scores"]["injury"] > 0, decision.intent["matched"]
+        assert decision.intent.scores["injury"] > 0, decision.intent.matched
 
     @pytest.mark.timeout(10)
     @pytest.mark.parametrize("question", ["🏃\u200d♀️💨", "\u200d\u200d", "¿?", "12345", "ـــ"])
     def test_nothing_to_match_says_so(self, question: str, policy: Policy, maya: Bundle) -> None:
         decision = select(question, maya, policy)
-        assert decision.intent["matched_nothing"] is True
+        assert decision.intent.matched_nothing is True
         assert any(w.startswith("no vocabulary matched") for w in decision.warnings)
 
     @pytest.mark.parametrize("question", [None, 42, b"pain", ["pain"]], ids=repr)

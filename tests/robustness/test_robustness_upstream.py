@@ -98,19 +98,19 @@ def assert_nothing_else_lost(faulty: Decision, healthy: Decision, lost: Mapping[
 
 
 def assert_lost_with_reason(decision: Decision, lost: Mapping[str, str]) -> None:
-    withheld = {row["fragment"]: row for row in decision.withheld}
+    withheld = {row.fragment: row for row in decision.withheld}
     for name, code in lost.items():
         fragment = decision.fragment(name)
         assert fragment.status == "withheld", name
         assert fragment.line is None, name
-        codes = [r["code"] for r in fragment.reasons]
+        codes = [r.code for r in fragment.reasons]
         assert code in codes, (name, codes)
         # exactly one availability reason, and the right one
         assert [c for c in codes if c in ("unreachable", "never_computed", "empty_field")] == [code]
         if fragment.role != "none":  # requested: the availability reason is what the user is shown
-            assert withheld[name]["reason"] == code
-            assert withheld[name]["detail"], name
-    context = decision.prompt["messages"][0]["content"].partition(CONTEXT_HEADER)[2].split("\n")[1:]
+            assert withheld[name].reason == code
+            assert withheld[name].detail, name
+    context = decision.prompt.messages[0].content.partition(CONTEXT_HEADER)[2].split("\n")[1:]
     assert context == [decision.fragment(name).line for name in decision.selected]
 
 
@@ -137,7 +137,7 @@ class TestFaultMatrix:
             decision = select(question, bundle, policy)
             assert isinstance(decision, Decision)
             assert len(decision.fragments) == len(FRAGMENTS)
-            assert decision.services[service]["status"] == status
+            assert decision.services[service].status == status
             assert_lost_with_reason(decision, lost)
             assert_nothing_else_lost(decision, healthy[question], lost)
             requested_lost = [n for n in lost if decision.fragment(n).role != "none"]
@@ -168,15 +168,15 @@ class TestFaultMatrix:
             lost = {fragment.name: "empty_field"}
             assert_lost_with_reason(decision, lost)
             assert_nothing_else_lost(decision, healthy[question], lost)
-            detail = next(r["detail"] for r in decision.fragment(fragment.name).reasons if r["code"] == "empty_field")
+            detail = next(r.detail for r in decision.fragment(fragment.name).reasons if r.code == "empty_field")
             assert f"data.{fragment.fields[0]} is empty" in detail
 
     def test_half_empty_conditions_is_still_whole(self, policy: Policy, bundles: dict[str, Bundle]) -> None:
         """conditions_today needs weather and air quality: tom's London has no air reading."""
         decision = select("Is the pollution too high for a run?", bundles["tom"], policy)
         reasons = decision.fragment("conditions_today").reasons
-        assert [r["code"] for r in reasons if r["code"] == "empty_field"] == ["empty_field"]
-        assert "data.air_quality is empty" in reasons[-1]["detail"]
+        assert [r.code for r in reasons if r.code == "empty_field"] == ["empty_field"]
+        assert "data.air_quality is empty" in reasons[-1].detail
 
 
 class TestEverythingDown:
@@ -187,15 +187,15 @@ class TestEverythingDown:
         assert decision.selected == ()
         assert decision.coverage == 0.0
         assert decision.confidence == 0.0
-        assert len(decision.prompt["messages"]) == 2
-        assert CONTEXT_HEADER not in decision.prompt["messages"][0]["content"]
+        assert len(decision.prompt.messages) == 2
+        assert CONTEXT_HEADER not in decision.prompt.messages[0].content
         expected = EXPECTED_CODE[fault]
         for row in decision.withheld:
-            fragment = decision.fragment(row["fragment"])
+            fragment = decision.fragment(row.fragment)
             if fragment.role != "none":
                 service_code = expected if fragment.service != "conditions" or fault == "empty_fields" \
                     else "unreachable"
-                assert row["reason"] == service_code, row
+                assert row.reason == service_code, row
 
 
 class TestCallsNeverRaise:
@@ -272,7 +272,7 @@ class TestCallsNeverRaise:
             lost = {"baseline_aerobic": "unreachable"}
             assert_lost_with_reason(decision, lost)
             assert_nothing_else_lost(decision, healthy[question], lost)
-            detail = decision.fragment("baseline_aerobic").reasons[-1]["detail"]
+            detail = decision.fragment("baseline_aerobic").reasons[-1].detail
             assert detail == "baselines payload malformed at data.aerobic (OverflowError)"
 
 
@@ -295,5 +295,4 @@ class TestSampleAthletes:
     def test_fixture_faults(self, athlete: str, fragment: str, code: str, policy: Policy,
                             bundles: dict[str, Bundle]) -> None:
         decision = select("Should I train through this pain?", bundles[athlete], policy)
-        assert {"fragment": fragment, "reason": code}.items() <= next(
-            row for row in decision.withheld if row["fragment"] == fragment).items()
+        assert next(row for row in decision.withheld if row.fragment == fragment).reason == code

@@ -40,8 +40,8 @@ def worse(policy: Policy) -> Policy:
 
 
 def decided(d: Any) -> tuple[Any, ...]:
-    return (d.intent["name"], d.intent["source"], tuple(d.intent["contenders"]), d.scope["effective"], d.selected,
-            tuple((w["fragment"], w["reason"]) for w in d.withheld), d.tokens["prompt"])
+    return (d.intent.name, d.intent.source, tuple(d.intent.contenders), d.scope.effective, d.selected,
+            tuple((w.fragment, w.reason) for w in d.withheld), d.tokens.prompt)
 
 
 class TestReading:

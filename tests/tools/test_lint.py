@@ -59,7 +59,7 @@ class TestEachRule:
         change(data)
         edited = validate_policy(data)
         d = select("sore tendon, can I still do intervals", fetch_bundle(FixtureUpstream(), "maya"), edited)
-        assert d.intent["name"] == "training" and d.intent["source"] == "rules"
+        assert d.intent.name == "training" and d.intent.source == "rules"
         assert "readiness_injury" in d.selected  # training's exclude does not withhold it
 
     def test_exclude_conflict_in_scripts_without_spaces(self, small: Policy) -> None:

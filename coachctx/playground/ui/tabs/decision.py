@@ -29,8 +29,8 @@ def render_headline(d: Decision) -> None:
     i = d.intent
     st.markdown(pg.routing_headline(d))
     m = st.columns(5)
-    m[0].metric("Decided by", pg.SOURCE_WORDS.get(i["source"], i["source"]),
-                help=f"Routing source `{i['source']}`: keywords (`rules`) were decisive, the model chose "
+    m[0].metric("Decided by", pg.SOURCE_WORDS.get(i.source, i.source),
+                help=f"Routing source `{i.source}`: keywords (`rules`) were decisive, the model chose "
                      "(`model`), or the rules were unsure and no model answered (`fallback`: a best guess from "
                      "the keyword scores).")
     m[1].metric("Facts sent", f"{len(d.selected)} of {len(d.fragments)}",
@@ -38,9 +38,9 @@ def render_headline(d: Decision) -> None:
     m[2].metric("Coverage", f"{d.coverage:.0%}", help="Share of the requested facts the services supplied.")
     m[3].metric("Confidence", f"{d.confidence:.0%}",
                 help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
-    m[4].metric("Prompt tokens", d.tokens["prompt"], help="A prompt with everything in it (the naive prompt: the "
-                f"whole bundle as JSON) would be {d.tokens['naive']} tokens.",
-                delta=f"{d.tokens['saved_pct']:g}% smaller", delta_color="off", delta_arrow="off")
+    m[4].metric("Prompt tokens", d.tokens.prompt, help="A prompt with everything in it (the naive prompt: the "
+                f"whole bundle as JSON) would be {d.tokens.naive} tokens.",
+                delta=f"{d.tokens.saved_pct:g}% smaller", delta_color="off", delta_arrow="off")
     st.markdown(pg.decision_summary(d))
     if d.warnings:
         for w in d.warnings:
@@ -55,31 +55,31 @@ def render_routing(d: Decision) -> None:
     left, right = st.columns([3, 2])
     with left:
         st.vega_lite_chart(spec=pg.routing_chart(d), width="stretch")
-        st.caption(f"Confident only if the top score ≥ threshold {i['threshold']:g} (red line) and it leads the "
-                   f"runner-up by ≥ margin {i['required_margin']:g} (a runner-up inside the orange band means unsure).")
+        st.caption(f"Confident only if the top score ≥ threshold {i.threshold:g} (red line) and it leads the "
+                   f"runner-up by ≥ margin {i.required_margin:g} (a runner-up inside the orange band means unsure).")
     with right:
-        st.markdown(f"**Why:** {i['reason']}")
-        if i["source"] != "rules" and len(i["contenders"]) > 1:
-            st.markdown(f"**Possible intents** (contenders): {', '.join(i['contenders'])} — routing is uncertain, "
+        st.markdown(f"**Why:** {i.reason}")
+        if i.source != "rules" and len(i.contenders) > 1:
+            st.markdown(f"**Possible intents** (contenders): {', '.join(i.contenders)} — routing is uncertain, "
                         "so every one of them gets its essential facts, and a fact one of them needs is kept even "
                         "if another excludes it.")
-        elif i["source"] != "rules":
-            st.markdown(f"**Possible intents** (contenders): only {i['contenders'][0]} — no other intent is "
+        elif i.source != "rules":
+            st.markdown(f"**Possible intents** (contenders): only {i.contenders[0]} — no other intent is "
                         "within the margin.")
-        if i.get("model"):
-            st.markdown(f"**Model:** {pg.model_answer(i['model'])}")
-        if i.get("matched_nothing"):
-            st.info(f"No vocabulary matched. Scripts seen in the question: {', '.join(i.get('scripts') or []) or 'none'}. "
+        if i.model is not None:
+            st.markdown(f"**Model:** {pg.model_answer(i.model)}")
+        if i.matched_nothing:
+            st.info(f"No vocabulary matched. Scripts seen in the question: {', '.join(i.scripts) or 'none'}. "
                     "Add terms in this language to the vocabulary (Policy editor) to route it by rules.")
         terms = pg.matched_terms_frame(d)
         if not terms.empty:
             st.dataframe(terms, hide_index=True, width="stretch",
                          column_config={"weight": st.column_config.NumberColumn(format="%.2g")})
         scope = d.scope
-        if scope["effective"]:
-            how = (f"inferred from {', '.join(repr(w) for w in scope['inferred_from'])}" if scope["inferred_from"]
+        if scope.effective:
+            how = (f"inferred from {', '.join(repr(w) for w in scope.inferred_from)}" if scope.inferred_from
                    else "chosen above")
-            st.markdown(f"**Time horizon:** {scope['effective']} ({how})")
+            st.markdown(f"**Time horizon:** {scope.effective} ({how})")
         else:
             st.markdown("**Time horizon:** none — no scope words in the question, so no scope modifiers apply")
 
@@ -88,8 +88,8 @@ def render_routing(d: Decision) -> None:
 def render_selection(d: Decision) -> None:
     st.subheader("2 · Selection: what the model sees, and why")
     st.markdown(f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
-                f"{d.tokens.get('budget_spent', 0)} spent · costs counted **{pg.COST_LABELS.get(d.tokens['cost_mode'], d.tokens['cost_mode'])}** "
-                f"(`{d.tokens['cost_mode']}`). "
+                f"{d.tokens.budget_spent} spent · costs counted **{pg.COST_LABELS.get(d.tokens.cost_mode, d.tokens.cost_mode)}** "
+                f"(`{d.tokens.cost_mode}`). "
                 "Primary context is never cut by the budget.")
     sent, held = st.columns(2)
     with sent, st.container(key="sent_fragments"):
@@ -119,12 +119,12 @@ def render_download(d: Decision, ctx: Context) -> None:
     budget = ctx.view.budget if ctx.view.tier == "custom" else None
     st.download_button(
         "Download this decision as a trace", key="download_trace", icon=":material/download:", on_click="ignore",
-        data=pg.decision_trace_json(d, bundle_for(d.athlete), cost_mode=d.tokens["cost_mode"], budget=budget),
-        file_name=f"coachctx-trace-{d.athlete}-{d.policy['digest']}.json", mime="application/json")
-    version = d.policy.get("version")
+        data=pg.decision_trace_json(d, bundle_for(d.athlete), cost_mode=d.tokens.cost_mode, budget=budget),
+        file_name=f"coachctx-trace-{d.athlete}-{d.policy.digest}.json", mime="application/json")
+    version = d.policy.version
     st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
-               f"as `{d.policy['source']}`" + (f", stored version {version}" if version else "")
-               + f" (fingerprint `{d.policy['digest']}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
+               f"as `{d.policy.source}`" + (f", stored version {version}" if version else "")
+               + f" (fingerprint `{d.policy.digest}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
 
 
 def render_fragments_table(d: Decision) -> None:
@@ -141,7 +141,7 @@ def render_fragments_table(d: Decision) -> None:
             "why": st.column_config.TextColumn("why", width="large", help="In full in the rows above"),
             "role": st.column_config.TextColumn("role", help="primary: always sent when available; secondary: "
                                                              "sent while the tier's budget lasts"),
-            "cost": st.column_config.NumberColumn("cost", help=f"Tokens the budget counted ({d.tokens['cost_mode']})"),
+            "cost": st.column_config.NumberColumn("cost", help=f"Tokens the budget counted ({d.tokens.cost_mode})"),
             "line": st.column_config.TextColumn("line sent to the model", width="large"),
             "hand": st.column_config.NumberColumn("estimated", help="Hand-assigned cost from the fragment registry "
                                                                     "(`hand`)"),

@@ -28,19 +28,19 @@ def tab_prompt(ctx: Context) -> None:
         return
     t = d.tokens
     m = st.columns(4)
-    m[0].metric("Prompt tokens", t["prompt"])
-    m[1].metric("Everything-in prompt", t["naive"], help="The naive prompt: the same system block plus the whole "
+    m[0].metric("Prompt tokens", t.prompt)
+    m[1].metric("Everything-in prompt", t.naive, help="The naive prompt: the same system block plus the whole "
                                                          "fetched bundle as JSON, in tokens.")
-    m[2].metric("Saved", f"{t['saved_pct']:g}%", delta=f"-{t['naive'] - t['prompt']} tokens", delta_color="inverse")
+    m[2].metric("Saved", f"{t.saved_pct:g}%", delta=f"-{(t.naive or 0) - t.prompt} tokens", delta_color="inverse")
     m[3].metric("Reply limit", f"{d.max_words} words")
-    st.caption(f"Counted with tiktoken ({t.get('encoding', 'cl100k_base')}, bundled offline).")
-    for message in d.prompt["messages"]:
-        st.markdown(f"**{message['role']}**")
-        st.code(message["content"], language=None, wrap_lines=True)
-    with st.expander(f"Everything-in (naive) prompt ({t['naive']} tokens): the whole bundle as JSON"):
-        for message in d.prompt["naive_messages"]:
-            st.markdown(f"**{message['role']}**")
-            st.code(message["content"], language=None, wrap_lines=True)
+    st.caption(f"Counted with tiktoken ({t.encoding}, bundled offline).")
+    for message in d.prompt.messages:
+        st.markdown(f"**{message.role}**")
+        st.code(message.content, language=None, wrap_lines=True)
+    with st.expander(f"Everything-in (naive) prompt ({t.naive} tokens): the whole bundle as JSON"):
+        for message in d.prompt.naive_messages or ():
+            st.markdown(f"**{message.role}**")
+            st.code(message.content, language=None, wrap_lines=True)
     st.divider()
     render_reply(d, ctx.model)
 
@@ -54,7 +54,7 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
     st.caption(f"Sends the prompt above to `{config.model}` at {config.base_url or 'api.openai.com'} "
                f"(configured via {config.source}).")
     ss = st.session_state
-    decision_id = text_key(json.dumps(d.prompt["messages"], ensure_ascii=False))
+    decision_id = text_key(json.dumps(d.prompt.chat(), ensure_ascii=False))
     if st.button("Generate reply", key="generate", type="primary"):
         pieces: list[str] = []
         failure: list[str] = []
@@ -62,7 +62,7 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
         def relay() -> Iterator[str]:
             # keep what arrived: a stream that stalls or breaks part-way still shows its start
             try:
-                for piece in pg.stream_reply(config, d.prompt["messages"]):
+                for piece in pg.stream_reply(config, d.prompt.chat()):
                     pieces.append(piece)
                     yield piece
             except CoachctxError as e:

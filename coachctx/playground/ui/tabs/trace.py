@@ -37,7 +37,7 @@ def tab_trace(ctx: Context) -> None:
     recorded_digest = raw_policy.get("digest") if isinstance(raw_policy, Mapping) else None
     st.markdown(f"**Question:** {inputs.get('question')}  \n**Athlete:** {inputs.get('athlete')} · scope "
                 f"{inputs.get('scope')} · tier {inputs.get('tier')} · costs {inputs.get('cost_mode', 'hand')}  \n"
-                f"**Policy:** recorded `{recorded_digest}`, now `{result.decision.policy['digest']}`")
+                f"**Policy:** recorded `{recorded_digest}`, now `{result.decision.policy.digest}`")
     if result.same:
         st.success("Same decision: the policy in use decides exactly as recorded.")
     else:
