@@ -1,12 +1,16 @@
 """Do suggestions learned from labelled questions close the gap a thinned vocabulary leaves?
 
     python -m bench.suggest          print the figures (what `make bench` reports in section 3c)
+    python -m bench.suggest --choose how `learn`'s settings were chosen: each candidate setting learned
+                                     from 70% of the tune half and measured on the other 30%
 
 How the policies are made and measured: `METHOD` below.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -18,8 +22,9 @@ from bench.corpus import summary as corpus_summary
 from bench.measure import QualityRow, measure_quality
 from bench.workload import sample_bundles
 from coachctx.engine.policy import Policy, load_policy, validate_policy
+from coachctx.engine.routing import route
 from coachctx.engine.services import Bundle
-from coachctx.tools.suggest import Edit, learn, read_labelled
+from coachctx.tools.suggest import LEARN_DEFAULTS, Edit, LabelledRow, LearnSettings, learn, read_labelled
 
 THIN_SEED: Final = 20261204
 METHOD: Final = (
@@ -100,7 +105,74 @@ def summary_lines(result: SuggestResult) -> list[list[Any]]:
     return out
 
 
-def main() -> int:
+INNER_SEED: Final = 7
+INNER_SHARE: Final = 0.7
+
+
+def inner_split(rows: Sequence[LabelledRow], seed: int = INNER_SEED,
+                share: float = INNER_SHARE) -> tuple[list[LabelledRow], list[LabelledRow]]:
+    """The tune half cut in two, per language by one fixed seed: `share` to learn from, the rest to
+    check. `learn`'s settings are chosen on this split; the test half plays no part."""
+    rng = random.Random(seed)
+    fit: list[LabelledRow] = []
+    check: list[LabelledRow] = []
+    for lang in sorted({r.lang or "" for r in rows}):
+        mine = [r for r in rows if (r.lang or "") == lang]
+        rng.shuffle(mine)
+        cut = round(share * len(mine))
+        fit += mine[:cut]
+        check += mine[cut:]
+    return sorted(fit, key=lambda r: r.row), sorted(check, key=lambda r: r.row)
+
+
+def route_accuracy(policy: Policy, rows: Sequence[LabelledRow]) -> float:
+    """The share of rows routed to one of their labels without a model, as `select()` would route them."""
+    return sum(route(r.question, policy, None).intent in r.intents for r in rows) / len(rows)
+
+
+_ = dataclasses.replace
+CANDIDATES: Final[Mapping[str, LearnSettings]] = {
+    "defaults": LEARN_DEFAULTS,
+    "no reinforcement": _(LEARN_DEFAULTS, reinforce=False),
+    "reinforce precision 0.75": _(LEARN_DEFAULTS, reinforce_precision=0.75),
+    "reinforce precision 0.9": _(LEARN_DEFAULTS, reinforce_precision=0.9),
+    "reinforce weight 0.25": _(LEARN_DEFAULTS, reinforce_weight=0.25),
+    "reinforce support 2": _(LEARN_DEFAULTS, reinforce_support=2.0),
+    "reinforce support 3": _(LEARN_DEFAULTS, reinforce_support=3.0),
+    "min support 1": _(LEARN_DEFAULTS, min_support=1.0),
+    "min support 3": _(LEARN_DEFAULTS, min_support=3.0),
+    "new weight 1 only": _(LEARN_DEFAULTS, new_weights=(1.0,)),
+    "no removals": _(LEARN_DEFAULTS, removals=False),
+}
+"""The settings `--choose` compares, by name."""
+
+
+def choose(full: Policy, candidates: Mapping[str, LearnSettings] = CANDIDATES) -> list[tuple[str, float, float]]:
+    """Each candidate's route accuracy on the checking part of the tune split, and the share of the
+    thinned policy's gap to the full policy it recovered there."""
+    thin = thinned(full)
+    fit, check = inner_split(read_labelled(CORPUS / "tune.yaml"))
+    low, high = route_accuracy(thin, check), route_accuracy(full, check)
+    print(f"tune split: learn from {len(fit)} rows, check on {len(check)}; thinned {100 * low:.1f}%, "
+          f"full {100 * high:.1f}%", flush=True)
+    out = []
+    for name, settings in candidates.items():
+        started = time.perf_counter()
+        learned, edits = learn(fit, thin, settings=settings)
+        got = route_accuracy(learned, check)
+        out.append((name, got, (got - low) / (high - low)))
+        print(f"{name}: {100 * got:.1f}%  recovered {100 * out[-1][2]:.1f}%  ({len(edits)} edits, "
+              f"{time.perf_counter() - started:.0f} s)  {dataclasses.asdict(settings)}", flush=True)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.suggest")
+    parser.add_argument("--choose", action="store_true", help="compare learn's settings on a split of the tune half")
+    args = parser.parse_args(argv)
+    if args.choose:
+        choose(load_policy())
+        return 0
     result = measure_suggest(load_policy())
     print(f"learned {len(result.edits)} edits {result.edit_kinds()} from {result.tune_rows} tune rows "
           f"in {result.learn_seconds:.1f} s")
