@@ -50,8 +50,14 @@ def read_labelled(path: str | Path) -> list[LabelledRow]:
     if questions.skipped:
         row, why = questions.skipped[0]
         raise InputError(f"{p}: row {row}: {why}")
-    out = [LabelledRow(q.row, q.question, q.intents, _language(q.lang, p, q.row), _origin(q.origin, p, q.row))
-           for q in questions.questions if q.intents is not None]
+    out = []
+    for q in questions.questions:
+        if q.intents is not None:
+            out.append(LabelledRow(q.row, q.question, q.intents, _language(q.lang, p, q.row),
+                                   _origin(q.origin, p, q.row)))
+        elif q.model_label is not None:  # a model's route and no coach's label: weaker evidence
+            out.append(LabelledRow(q.row, q.question, (_intent(q.model_label, f"{p}: row {q.row}"),),
+                                   _language(q.lang, p, q.row), "model"))
     return _non_empty(out, p)
 
 

@@ -132,6 +132,16 @@ class TestReading:
             (1, "hamstring twinge", ("injury",), "coach"), (2, "hammy", ("injury",), "model"),
             (4, "tight hammy", ("injury",), "model")]
 
+    def test_a_csv_model_label_column_is_a_model_label_and_a_coachs_intents_win(self, tmp_path: Path) -> None:
+        c = tmp_path / "log.csv"
+        c.write_text("question,intents,model_label,lang\nhamstring twinge,injury,training,en\n"
+                     "tight hammy,,injury,\nthanks,,,\n", encoding="utf-8")
+        assert read_labelled(c) == [LabelledRow(1, "hamstring twinge", ("injury",), "en", "coach"),
+                                    LabelledRow(2, "tight hammy", ("injury",), None, "model")]
+        c.write_text("question,model_label\nhammy,injuri\n", encoding="utf-8")
+        with pytest.raises(InputError, match=r"log\.csv: row 1: unknown intent 'injuri'"):
+            read_labelled(c)
+
     @pytest.mark.parametrize(("text", "message"), [
         ('{"question": "a", "intents": ["injury"]}\n{"question": "b", "intents": ["injuri"]}\n',
          r"line 2: unknown intent 'injuri'"),
