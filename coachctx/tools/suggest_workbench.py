@@ -4,6 +4,7 @@ measured with the edit compiled into the matcher."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -87,7 +88,8 @@ class Workbench:
         found.sort(key=lambda cs: rank(cs[1], cs[0].support))
         return found
 
-    def reinforcements(self, min_support: float, precision: float, weight: float) -> list[Edit]:
+    def reinforcements(self, min_support: float, precision: float, weight: float,
+                       per_row: float | None = None) -> list[Edit]:
         """Terms for words the rows of an intent share, though no row needs them today: each
         breaks nothing here, and a question that uses the word without the terms that route
         these rows is routed too. One intent per word: the one with most evidence."""
@@ -97,6 +99,8 @@ class Workbench:
             total = sum(self.rows[i].label.weight for i in c.touched)
             if total == 0 or pos / total < precision:
                 continue
+            if per_row is not None:  # more evidence, a heavier word
+                c = dataclasses.replace(c, edit=dataclasses.replace(c.edit, weight=min(weight, per_row * c.support)))
             s = self.estimate(c)
             if s.breaks or s.from_rules:
                 continue
