@@ -1,12 +1,16 @@
 """Do suggestions learned from labelled questions close the gap a thinned vocabulary leaves?
 
     python -m bench.suggest          print the figures (what `make bench` reports in section 3c)
+    python -m bench.suggest --choose how `learn`'s settings were chosen: each candidate setting learned
+                                     from 70% of the tune half and measured on the other 30%
 
 How the policies are made and measured: `METHOD` below.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -18,20 +22,24 @@ from bench.corpus import summary as corpus_summary
 from bench.measure import QualityRow, measure_quality
 from bench.workload import sample_bundles
 from coachctx.engine.policy import Policy, load_policy, validate_policy
+from coachctx.engine.routing import route
 from coachctx.engine.services import Bundle
-from coachctx.tools.suggest import Edit, learn, read_labelled
+from coachctx.tools.suggest import LEARN_DEFAULTS, Edit, LabelledRow, LearnSettings, learn, read_labelled
 
 THIN_SEED: Final = 20261204
+_D = LEARN_DEFAULTS
 METHOD: Final = (
     "The default policy is thinned: from every intent's list of terms for every language, half of the "
     f"terms (rounded down, so a list of one keeps it) are removed, drawn by one `random.Random({THIN_SEED})` "
     "list after list (intents, then languages, in sorted order; each list sorted by term). `learn` then reads "
     "the corpus tune half (coach labels) and edits the thinned policy in three steps: the best suggestions "
-    "round after round until none gains (a new term needs two more rows of its intent than of others), "
-    "then every word or phrase an intent's rows share (60% of the rows it meets) that breaks no row, at "
-    "weight 0.5, then the first step again. The thinned, learned and full policies are measured on both "
-    "halves as `bench.corpus` measures (`select()`, maya, paid tier, no model: an unsure question takes the "
-    "keyword fallback). The test half is only ever measured: `learn` never reads it."
+    f"round after round until none gains (a new term needs {_D.min_support:g} more rows of its intent than of "
+    f"others), then every word or phrase an intent's rows share ({100 * _D.reinforce_precision:.0f}% of the rows "
+    f"it meets) that breaks no row, at weight {_D.reinforce_weight:g}, then the first step again. These settings "
+    "were chosen by `python -m bench.suggest --choose`: learning from 70% of the tune half and checking on the "
+    "other 30%, three fixed splits pooled; the test half played no part. The thinned, learned and full "
+    "policies are measured on both halves as `bench.corpus` measures (`select()`, maya, paid tier, no model: "
+    "an unsure question takes the keyword fallback). The test half is only ever measured: `learn` never reads it."
 )
 
 
@@ -100,7 +108,75 @@ def summary_lines(result: SuggestResult) -> list[list[Any]]:
     return out
 
 
-def main() -> int:
+INNER_SEEDS: Final = (7, 8, 9)
+INNER_SHARE: Final = 0.7
+
+
+def inner_split(rows: Sequence[LabelledRow], seed: int,
+                share: float = INNER_SHARE) -> tuple[list[LabelledRow], list[LabelledRow]]:
+    """The tune half cut in two, per language by one fixed seed: `share` to learn from, the rest to
+    check. `learn`'s settings are chosen on such splits; the test half plays no part."""
+    rng = random.Random(seed)
+    fit: list[LabelledRow] = []
+    check: list[LabelledRow] = []
+    for lang in sorted({r.lang or "" for r in rows}):
+        mine = [r for r in rows if (r.lang or "") == lang]
+        rng.shuffle(mine)
+        cut = round(share * len(mine))
+        fit += mine[:cut]
+        check += mine[cut:]
+    return sorted(fit, key=lambda r: r.row), sorted(check, key=lambda r: r.row)
+
+
+def route_accuracy(policy: Policy, rows: Sequence[LabelledRow]) -> float:
+    """The share of rows routed to one of their labels without a model, as `select()` would route them."""
+    return sum(route(r.question, policy, None).intent in r.intents for r in rows) / len(rows)
+
+
+_ = dataclasses.replace
+CANDIDATES: Final[Mapping[str, LearnSettings]] = {
+    "reinforce weight 0.5 (the old default)": _(LEARN_DEFAULTS, reinforce_weight=0.5),
+    "reinforce weight 0.25": _(LEARN_DEFAULTS, reinforce_weight=0.25),
+    "reinforce weight 0.1": _(LEARN_DEFAULTS, reinforce_weight=0.1),
+    "reinforce weight 0.05 (chosen)": _(LEARN_DEFAULTS, reinforce_weight=0.05),
+    "reinforce weight 0.25, precision 0.9": _(LEARN_DEFAULTS, reinforce_weight=0.25, reinforce_precision=0.9),
+    "reinforce weight 0.25, precision 1": _(LEARN_DEFAULTS, reinforce_weight=0.25, reinforce_precision=1.0),
+    "reinforce weight 0.25, min support 3": _(LEARN_DEFAULTS, reinforce_weight=0.25, min_support=3.0),
+    "reinforce 0.1 a row, at most 0.5": _(LEARN_DEFAULTS, reinforce_weight=0.5, reinforce_per_row=0.1),
+    "reinforce 0.05 a row, at most 0.5": _(LEARN_DEFAULTS, reinforce_weight=0.5, reinforce_per_row=0.05),
+    "reinforce weight 0.1, precision 0.9": _(LEARN_DEFAULTS, reinforce_weight=0.1, reinforce_precision=0.9),
+}
+"""The settings `--choose` compares, by name."""
+
+
+def choose(full: Policy, candidates: Mapping[str, LearnSettings] = CANDIDATES,
+           seeds: Sequence[int] = INNER_SEEDS) -> dict[str, float]:
+    """Each candidate's share of the thinned policy's gap to the full policy recovered on the checking
+    part of the tune splits, pooled over the splits (rows routed right, summed)."""
+    thin = thinned(full)
+    splits = [inner_split(read_labelled(CORPUS / "tune.yaml"), seed) for seed in seeds]
+    low = sum(route_accuracy(thin, check) * len(check) for _, check in splits)
+    high = sum(route_accuracy(full, check) * len(check) for _, check in splits)
+    n = sum(len(check) for _, check in splits)
+    print(f"tune splits {list(seeds)}: {n} checking rows in all; thinned {100 * low / n:.1f}%, "
+          f"full {100 * high / n:.1f}%", flush=True)
+    out = {}
+    for name, settings in candidates.items():
+        started = time.perf_counter()
+        got = sum(route_accuracy(learn(fit, thin, settings=settings)[0], check) * len(check) for fit, check in splits)
+        out[name] = (got - low) / (high - low)
+        print(f"{name}: {100 * got / n:.1f}%  recovered {100 * out[name]:.1f}%  "
+              f"({time.perf_counter() - started:.0f} s)", flush=True)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.suggest")
+    parser.add_argument("--choose", action="store_true", help="compare learn's settings on a split of the tune half")
+    args = parser.parse_args(argv)
+    if args.choose:
+        choose(load_policy())
+        return 0
     result = measure_suggest(load_policy())
     print(f"learned {len(result.edits)} edits {result.edit_kinds()} from {result.tune_rows} tune rows "
           f"in {result.learn_seconds:.1f} s")

@@ -169,3 +169,31 @@ class TestApplyToDraft:
         assert pl.label_of_decision(decision, intents=["injury"], needs=[], author="ana") == QuestionLabel(
             question=GLUTE, intents=("injury",), author="ana", athlete="maya", needs=None, scope="week",
             policy_digest="abcdef123456", route_source="fallback", routed="training")
+
+
+def test_a_labels_language_is_guessed_can_be_changed_and_is_stored(store_url: str) -> None:
+    at = started("mi rodilla duele después de correr, ¿descanso?")
+    assert at.selectbox(key="label_decision.lang").value == "es"  # guessed from its everyday words
+    at.selectbox(key="label_decision.lang").set_value("pt")
+    label_it(at, "label_decision", ["injury"])
+    ok(at.text_input(key="question").input(GLUTE).run())
+    assert at.selectbox(key="label_decision.lang").value == "en"  # a new question: guessed again
+    label_it(at, "label_decision", ["injury"])
+    with PolicyStore(store_url) as store:
+        assert [x.lang for x in store.question_labels()] == ["pt", "en"]
+
+
+def test_a_stored_label_is_deleted_from_the_suggest_tab(store_url: str) -> None:
+    at = started()
+    label_it(at, "label_decision", ["injury"])
+    ok(at.text_input(key="question").input("thanks!").run())
+    label_it(at, "label_decision", ["general"])
+    with PolicyStore(store_url) as store:
+        first, second = store.question_labels()
+    at = open_tab(at, "Suggest")
+    at.selectbox(key="suggest_delete_pick").set_value(first.id)
+    ok(at.button(key="suggest_delete").click().run())
+    assert f"Deleted label {first.id}." in " ".join(s.value for s in at.success)
+    with PolicyStore(store_url) as store:
+        assert [x.id for x in store.question_labels()] == [second.id]
+    assert not any("|glute medius|" in key for key in picks(at))  # nothing learned from the deleted label

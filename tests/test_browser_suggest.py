@@ -78,7 +78,8 @@ def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: An
         page.get_by_role("button", name="Apply 1 ticked suggestion(s) to the draft").click()
         expect(page.get_by_text("Applied 1 edit(s) to the draft: add 'glute medius'")).to_be_visible(
             timeout=SETTLE_MS)
-        expect(page.locator(".st-key-suggest_diff")).to_contain_text("glute medius")
+        wait_for_script(page)  # the status is drawn first; the diff after the suggestions are learned again
+        expect(page.locator(".st-key-suggest_diff")).to_contain_text("glute medius", timeout=SETTLE_MS)
 
         page.get_by_role("button", name="Check the impact").click()
         changed = page.get_by_test_id("stMetric").filter(has_text="Intent changed")

@@ -1,4 +1,5 @@
-"""`coachctx labels export|import`: the store's question labels as JSONL in the corpus format.
+"""`coachctx labels export|import|list|delete`: the store's question labels as JSONL in the corpus
+format, listed with their ids, and deleted by id.
 
 A line is one label: the corpus's fields (`question`, `intents`, optional `needs`, `scope`, `lang`)
 plus `origin` (coach or model) and where the label came from (`athlete`, `author`, `at`,
@@ -30,7 +31,7 @@ FIELDS: Final = ("question", "q", "intents", "needs", "scope", "lang", "origin",
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("labels", help="question labels in the policy store: export or import JSONL")
+    p = sub.add_parser("labels", help="question labels in the policy store: export, import, list or delete")
     labels = p.add_subparsers(dest="labels_command", required=True, parser_class=type(p))
     q = labels.add_parser("export", help="write every stored label as JSONL (the corpus format plus origin)")
     q.add_argument("--out", default=None, metavar="FILE", help="write to FILE (whole or not at all) instead of stdout")
@@ -40,6 +41,18 @@ def register(sub: Any) -> None:
     q.add_argument("--author", default=None,
                    help=f"author of lines that name none (default: ${AUTHOR_ENV} or your user name)")
     q.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+    q = labels.add_parser("list", help="every stored label, one a line, with the id `labels delete` takes")
+    q.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+    q = labels.add_parser("delete", help="delete stored labels by id (see `labels list`)")
+    q.add_argument("ids", nargs="+", type=_label_id, metavar="ID")
+    q.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+
+
+def _label_id(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 2**63:
+        raise argparse.ArgumentTypeError(f"a label id is a whole number from 1 (see `coachctx labels list`), "
+                                         f"got {printable(text)[:40]!r}")
+    return int(text)
 
 
 def labels_jsonl(labels: Any) -> str:
@@ -104,6 +117,8 @@ def cmd_labels(args: argparse.Namespace) -> int:
     from coachctx.tools.store import PolicyStore
     from coachctx.tools.trace import write_text_atomic
 
+    if args.labels_command in ("list", "delete"):
+        return _list_or_delete(args)
     if args.labels_command == "export":
         with PolicyStore(store_url(args.store), create=False) as store:
             labels = store.question_labels()
@@ -123,6 +138,27 @@ def cmd_labels(args: argparse.Namespace) -> int:
         added = len(store.question_labels()) - before
     print(f"imported {added} label(s) from {printable(args.file)} into {store.display_url}"
           + (f"; {len(labels) - added} were stored already" if added < len(labels) else ""))
+    return 0
+
+
+def _list_or_delete(args: argparse.Namespace) -> int:
+    from coachctx.tools.store import PolicyStore
+
+    with PolicyStore(store_url(args.store), create=False) as store:
+        if args.labels_command == "list":
+            for label in store.question_labels():
+                at = label.created_at.strftime("%Y-%m-%d %H:%M") if label.created_at is not None else "-"
+                print(f"{label.id}\t{at}\t{printable(label.author)}\t{label.origin}\t{'/'.join(label.intents)}\t"
+                      f"{printable(label.question)}")
+            return 0
+        known = {label.id for label in store.question_labels()}
+        missing = [n for n in args.ids if n not in known]
+        if missing:  # nothing deleted: a mistyped id must not leave half the list done
+            raise InputError(f"no label {missing[0]} in {store.display_url}; nothing deleted "
+                             "(`coachctx labels list` shows the ids)")
+        for n in dict.fromkeys(args.ids):
+            store.delete_question_label(n)
+        print(f"deleted {len(set(args.ids))} label(s) from {store.display_url}")
     return 0
 
 

@@ -55,6 +55,9 @@ class Question:
     """The language it is written in, where the set says (the corpus does)."""
     origin: str | None = None
     """Who labelled it, where the set says: `coach` or `model` (`coachctx suggest` weighs them)."""
+    model_label: str | None = None
+    """The intent a model routed it to, where the set has a `model_label` column: weaker evidence
+    than `intents` (`coachctx suggest` reads it when the row has no `intents`)."""
 
 
 
@@ -214,5 +217,5 @@ def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Que
         intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents", "intent"),
         needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs", "fragment"),
         expected_scope=scope if labels_scope and scope != "auto" else None,
-        lang=_text(record, "lang"), origin=_text(record, "origin"),
+        lang=_text(record, "lang"), origin=_text(record, "origin"), model_label=_text(record, "model_label"),
     )

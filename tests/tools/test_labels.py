@@ -170,3 +170,33 @@ class TestCli:
         assert main(["labels", "export", "--store", str(missing)]) == 2
         assert "does not exist" in capsys.readouterr().err
         assert not missing.exists()
+
+
+class TestListAndDelete:
+    def test_list_shows_the_ids_and_delete_removes_only_those(self, url: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+        with PolicyStore(url) as store:
+            first, second = store.add_question_labels([label(), label(question="hrv tanked??", intents=("recovery",))])
+        assert main(["labels", "list", "--store", url]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert [line.split("\t")[0] for line in lines] == [str(first.id), str(second.id)]
+        assert lines[1].endswith("\tana\tcoach\trecovery\thrv tanked??")
+        assert main(["labels", "delete", str(first.id), "--store", url]) == 0
+        assert capsys.readouterr().out.startswith("deleted 1 label(s)")
+        with PolicyStore(url) as store:
+            assert [x.id for x in store.question_labels()] == [second.id]
+
+    def test_an_unknown_id_deletes_nothing_and_names_it(self, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+        with PolicyStore(url) as store:
+            stored = store.add_question_label(label())
+        assert main(["labels", "delete", str(stored.id), "999", "--store", url]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "no label 999" in err and "nothing deleted" in err
+        with PolicyStore(url) as store:
+            assert [x.id for x in store.question_labels()] == [stored.id]
+
+    @pytest.mark.parametrize("value", ["0", "-3", "x", "1.5"])
+    def test_an_id_is_a_whole_number(self, url: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+        with pytest.raises(SystemExit) as e:
+            main(["labels", "delete", value, "--store", url])
+        assert e.value.code == 2 and "a label id is a whole number" in capsys.readouterr().err

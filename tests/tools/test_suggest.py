@@ -132,6 +132,16 @@ class TestReading:
             (1, "hamstring twinge", ("injury",), "coach"), (2, "hammy", ("injury",), "model"),
             (4, "tight hammy", ("injury",), "model")]
 
+    def test_a_csv_model_label_column_is_a_model_label_and_a_coachs_intents_win(self, tmp_path: Path) -> None:
+        c = tmp_path / "log.csv"
+        c.write_text("question,intents,model_label,lang\nhamstring twinge,injury,training,en\n"
+                     "tight hammy,,injury,\nthanks,,,\n", encoding="utf-8")
+        assert read_labelled(c) == [LabelledRow(1, "hamstring twinge", ("injury",), "en", "coach"),
+                                    LabelledRow(2, "tight hammy", ("injury",), None, "model")]
+        c.write_text("question,model_label\nhammy,injuri\n", encoding="utf-8")
+        with pytest.raises(InputError, match=r"log\.csv: row 1: unknown intent 'injuri'"):
+            read_labelled(c)
+
     @pytest.mark.parametrize(("text", "message"), [
         ('{"question": "a", "intents": ["injury"]}\n{"question": "b", "intents": ["injuri"]}\n',
          r"line 2: unknown intent 'injuri'"),
@@ -288,9 +298,8 @@ class TestOnTheCorpus:
         assert len(edits) > len(top)
         assert accuracy(learned, seen) > accuracy(thin, seen)
 
-    @pytest.mark.xfail(strict=True, reason="known (2026-12-04, issue 9): on today's vocabulary, learn()'s weight-0.5 "
-                                           "reinforcement overfits the English half it saw (unseen half 88.2% -> 87.2%)")
     def test_learning_everything_raises_accuracy_on_rows_it_did_not_see(self, policy: Policy) -> None:
+        # at the old reinforcement weight 0.5 the unseen half fell (88.2% -> 87.2%); at 0.05 it rises (90.3%)
         thin = thinned(policy)
         rows = tune_rows("en")
         seen, unseen = rows[::2], rows[1::2]
@@ -301,3 +310,17 @@ class TestOnTheCorpus:
         thin, rows = thinned(policy), tune_rows("de")
         assert suggest(rows, thin, lint=False) == suggest(list(rows), thin, lint=False)
         assert learn(rows, thin)[1] == learn(rows, thin)[1]
+
+
+def test_the_settings_are_chosen_on_a_fixed_split_inside_the_tune_half() -> None:
+    from bench.suggest import INNER_SEEDS, inner_split
+
+    rows = read_labelled(CORPUS / "tune.yaml")
+    for seed in INNER_SEEDS:
+        fit, check = inner_split(rows, seed)
+        assert sorted(r.row for r in fit + check) == [r.row for r in rows]  # every tune row once, no other
+        assert inner_split(list(rows), seed) == (fit, check)
+        for lang in {r.lang for r in rows}:
+            mine = sum(r.lang == lang for r in rows)
+            assert sum(r.lang == lang for r in fit) == round(0.7 * mine)
+    assert inner_split(rows, INNER_SEEDS[0])[1] != inner_split(rows, INNER_SEEDS[1])[1]

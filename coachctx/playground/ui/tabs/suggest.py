@@ -10,6 +10,7 @@ renders an impact report); the logic is in `playground/labels.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,8 +19,10 @@ from typing import Any, Final
 import streamlit as st
 
 from coachctx import playground as pg
+from coachctx.engine.common_words import question_language
 from coachctx.engine.fragments import FRAGMENT_NAMES
-from coachctx.engine.policy import INTENTS, Policy, parse_policy
+from coachctx.engine.policy import INTENTS, LANGUAGES, Policy, parse_policy
+from coachctx.engine.text import tokenise
 from coachctx.errors import CoachctxError
 from coachctx.playground import labels as pl
 from coachctx.playground.ui.state import Context
@@ -31,6 +34,7 @@ from coachctx.tools.store import MAX_AUTHOR_CHARS, MAX_MESSAGE_CHARS, PolicyStor
 from coachctx.tools.suggest import DEFAULT_MAX, Suggestion, suggest
 
 NO_LABEL: Final = "(no label)"
+NO_LANGUAGE: Final = "(not said)"
 BEFORE: Final = "suggest_before"
 """Session key: the draft's text and policy before the first suggestion was applied."""
 
@@ -67,6 +71,9 @@ def _store_label(key: str, decision: Mapping[str, Any], store: PolicyStore) -> N
     ss = st.session_state
     label = pl.label_of_decision(decision, intents=ss.get(f"{key}.intents") or [], needs=ss.get(f"{key}.needs") or [],
                                  author=session_author())
+    lang = ss.get(f"{key}.lang")
+    if lang in LANGUAGES:  # the language a learned term is filed under
+        label = dataclasses.replace(label, lang=str(lang))
     try:
         stored = store.add_question_label(label)
     except CoachctxError as e:
@@ -75,6 +82,21 @@ def _store_label(key: str, decision: Mapping[str, Any], store: PolicyStore) -> N
     ss[f"{key}.status"] = ("ok", f"Stored label {stored.id}: “{stored.question}” should be "
                                  f"{' or '.join(stored.intents)}. The Suggest tab proposes vocabulary edits from it.")
     ss[f"{key}.intents"], ss[f"{key}.needs"] = [], []
+
+
+def _language_input(key: str, question: str) -> None:
+    """The language the question is written in, guessed from its everyday words until the coach
+    picks one: a term learned from the label is filed under it."""
+    options = [NO_LANGUAGE, *LANGUAGES]
+    widget = f"{key}.lang"
+    guessed_for = f"{key}.lang_guessed_for"
+    if st.session_state.get(guessed_for) != question:  # a new question: guess again
+        st.session_state[guessed_for] = question
+        guess = question_language(tokenise(question).words)
+        st.session_state[widget] = guess if guess in LANGUAGES else NO_LANGUAGE
+    st.selectbox("Written in", options, key=widget,
+                 help="Guessed from the question's everyday words; a term learned from this label is filed "
+                      "under this language (`vocabulary.<intent>.<language>`).")
 
 
 def render_label_control(decision: Mapping[str, Any], *, key: str, store: PolicyStore | None,
@@ -95,6 +117,7 @@ def render_label_control(decision: Mapping[str, Any], *, key: str, store: Policy
         c2.multiselect("The answer needed (optional)", FRAGMENT_NAMES, key=f"{key}.needs",
                        format_func=lambda f: f"{pg.fragment_title(f)} ({f})",
                        help="Facts an expert coach would insist are in the prompt (the corpus's `needs`).")
+        _language_input(key, str(decision.get("question") or ""))
         author_input(key, "Labelled by")
         ss = st.session_state
         missing = "pick the intent(s) first" if not ss.get(f"{key}.intents") else (
@@ -170,6 +193,30 @@ def _upload() -> tuple[list[Any], str]:
         return [], ""
 
 
+def _delete_label(store: PolicyStore) -> None:
+    ss = st.session_state
+    label_id = ss.get("suggest_delete_pick")
+    try:
+        gone = label_id is not None and store.delete_question_label(int(label_id))
+    except CoachctxError as e:
+        ss["suggest_status"] = ("error", f"Not deleted: {e}")
+        return
+    ss["suggest_status"] = ("ok", f"Deleted label {label_id}.") if gone else (
+        "error", f"Label {label_id} was already gone (deleted elsewhere?).")
+    ss.pop("suggest_delete_pick", None)
+
+
+def _render_delete(store: PolicyStore, labels: list[Any]) -> None:
+    """A label stored by mistake (a wrong intent, a test question) is deleted by its id."""
+    with st.expander("Delete a stored label", key="suggest_delete_box", icon=":material/delete:"):
+        by_id = {label.id: label for label in labels}
+        st.selectbox("Label", list(by_id), key="suggest_delete_pick",
+                     format_func=lambda i: f"{i}: “{by_id[i].question[:80]}” → {' or '.join(by_id[i].intents)} "
+                                           f"(by {by_id[i].author})")
+        st.button("Delete this label", key="suggest_delete", on_click=_delete_label, args=(store,),
+                  icon=":material/delete:", help="Removes it from the policy store; suggestions no longer learn from it.")
+
+
 def render_suggest_tab(inputs: SuggestInputs) -> None:
     ss = st.session_state
     st.markdown("Label questions the rules got wrong (**This should be…** on the Decision and Reproduce tabs). "
@@ -185,6 +232,10 @@ def render_suggest_tab(inputs: SuggestInputs) -> None:
     except CoachctxError as e:
         st.error(f"Cannot read the labels: {e}")
         return
+    for key in ("suggest_status", "suggest_save_status"):
+        status = ss.pop(key, None)
+        if status:
+            (st.success if status[0] == "ok" else st.error)(status[1])
     uploaded, upload_name = _upload()
     log = pl.labelled_log(labels, uploaded, upload_name)
     st.markdown(f"**Labelled questions** ({len(labels)} stored"
@@ -196,15 +247,12 @@ def render_suggest_tab(inputs: SuggestInputs) -> None:
                            mime="application/x-ndjson", on_click="ignore", key="suggest_labels_download",
                            icon=":material/download:", help="`coachctx labels import FILE` reads it back; "
                                                             "`coachctx suggest FILE` learns from it.")
+        _render_delete(inputs.store, labels)
     if not log.rows:
         st.info("No labelled questions yet. On the Decision tab, open “This should be…” under the routing, pick the "
                 "intent the question should have gone to and store the label.")
         return
 
-    for key in ("suggest_status", "suggest_save_status"):
-        status = ss.pop(key, None)
-        if status:
-            (st.success if status[0] == "ok" else st.error)(status[1])
     found = _suggestions(log, inputs.policy)
     st.subheader(f"Suggestions for the policy in use ({len(found)})")
     if not found:

@@ -1,0 +1,121 @@
+"""The terms a labelled question offers (its words, its two- and three-word phrases, pieces of its
+Han/Kana runs), the language each is filed under, and an index of which rows a term meets."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from coachctx.engine.common_words import function_words
+from coachctx.engine.matching import term_matching
+from coachctx.engine.policy import LANGUAGES
+from coachctx.engine.text import Tokens, script_of, stem_variants, tokenise
+from coachctx.tools.suggest_log import LabelledRow
+
+MAX_PHRASE: Final = 3
+
+SCRIPT_LANGUAGE: Final[Mapping[str, str]] = {
+    "Latin": "en", "Cyrillic": "ru", "Greek": "el", "Arabic": "ar", "Devanagari": "hi", "Hangul": "ko",
+    "Han": "zh", "Hiragana": "ja", "Katakana": "ja",
+}
+"""The language a term is filed under when the row does not say: the script's most common one here."""
+
+
+def _language_of(row: LabelledRow, word: str) -> str:
+    """The row's language when the word is in that language's script, else the script's usual one."""
+    script = script_of(word[0])
+    if row.lang is not None and (script_of(_SAMPLE[row.lang]) == script
+                                 or (script == "Han" and row.lang in ("ja", "zh"))):
+        return row.lang
+    return SCRIPT_LANGUAGE.get(script, "en")
+
+
+_SAMPLE: Final[Mapping[str, str]] = {
+    "en": "a", "es": "a", "de": "a", "fr": "a", "pt": "a", "it": "a", "nl": "a", "sv": "a", "da": "a", "no": "a",
+    "fi": "a", "pl": "a", "tr": "a", "id": "a", "vi": "a", "ru": "я", "el": "α", "ar": "ع", "hi": "क",
+    "ja": "あ", "zh": "中", "ko": "한",
+}
+"""A letter of each policy language's script."""
+
+
+def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
+    """(language, term) candidates a question offers: its words and runs of two or three words
+    that begin and end with a content word, and the two- to four-character pieces of its Han/Kana
+    runs. A function word ("when", "still", "wie") is never a term on its own or at a phrase's edge."""
+    out: set[tuple[str, str]] = set()
+    stop = function_words()
+    words = tokens.words
+    for n in range(1, MAX_PHRASE + 1):
+        for i in range(len(words) - n + 1):
+            part = words[i:i + n]
+            if part[0] in stop or part[-1] in stop or any(w.isdigit() for w in part):
+                continue
+            if n == 1 and len(part[0]) < 3 and script_of(part[0][0]) != "Hangul":
+                continue
+            if any(_JAMO.fullmatch(w) for w in part):  # ㅠㅠ, ㅋㅋ: crying and laughing, not words
+                continue
+            lang = _language_of(row, part[0])
+            if LANGUAGES[lang] == "substring" or (LANGUAGES[lang] == "prefix" and n > 1):
+                continue
+            out.add((lang, " ".join(part)))
+    for run in tokens.unspaced.split():
+        lang = "ja" if any(script_of(c) in ("Hiragana", "Katakana") for c in run) or row.lang == "ja" else "zh"
+        for n in (2, 3, 4):
+            out.update((lang, run[i:i + n]) for i in range(len(run) - n + 1) if _a_piece(run, i, i + n))
+    return out
+
+
+_JAMO: Final = re.compile(r"[\u1100-\u11ff\u3130-\u318f]+")
+
+
+def _a_piece(run: str, start: int, end: int) -> bool:
+    """A piece of a Han/Kana run worth offering as a term: not kana alone, which is grammar
+    ("って", "でも"), and not part of a Katakana word ("イン" of "オフライン")."""
+    piece = run[start:end]
+    if all(script_of(c) == "Hiragana" for c in piece):
+        return False
+    cut = (start > 0 and script_of(run[start - 1]) == script_of(piece[0]) == "Katakana") or \
+          (end < len(run) and script_of(run[end]) == script_of(piece[-1]) == "Katakana")
+    return not cut
+
+
+class TermIndex:
+    """Which rows a term meets, without running a matcher over every row: stemmed runs of words
+    per algorithm, looked up by the term's stem keys; Han/Kana and Hangul by scanning. It depends
+    on the rows alone, so one index serves every round of `learn`."""
+
+    def __init__(self, tokens: Sequence[Tokens]) -> None:
+        self.tokens = tokens
+        self.phrases: dict[str, dict[tuple[str, ...], list[int]]] = {}
+        self.seen: dict[tuple[str, str], list[int]] = {}
+
+    def touched(self, language: str, term: str) -> list[int]:
+        key = (language, term)
+        found = self.seen.get(key)
+        if found is None:
+            found = self.seen[key] = self._touched(language, term)
+        return found
+
+    def _touched(self, language: str, term: str) -> list[int]:
+        text, mode = term_matching(term, language)
+        if mode == "substring":
+            key = tokenise(text).unspaced
+            return [i for i, t in enumerate(self.tokens) if key and key in t.unspaced]
+        words = tokenise(text).words
+        if mode == "prefix":
+            return [i for i, t in enumerate(self.tokens) if words and any(w.startswith(words[0]) for w in t.words)]
+        table = self.phrases.get(mode)
+        if table is None:
+            table = self.phrases[mode] = {}
+            for i, t in enumerate(self.tokens):
+                stems = t.stems(mode)
+                for n in range(1, MAX_PHRASE + 1):
+                    for j in range(len(stems) - n + 1):
+                        table.setdefault(tuple(stems[j:j + n]), []).append(i)
+        found: set[int] = set()
+        for phrase in itertools.product(*(sorted(stem_variants(w, mode)) for w in words)):
+            found.update(table.get(tuple(phrase), ()))
+        return sorted(found)
+
