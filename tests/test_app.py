@@ -25,6 +25,7 @@ from coachctx.engine.pipeline import SCOPE_REQUESTS, select
 from coachctx.engine.policy import Policy, load_policy, parse_policy, policy_to_yaml
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError, PolicyError
+from coachctx.model import model_settings
 from coachctx.tools.policy_diff import diff_policies
 from coachctx.tools.trace import MAX_TRACE_BYTES, make_trace
 
@@ -949,20 +950,21 @@ class TestHelpers:
                                      default=pg.ViewState(question="x", athlete="maya"))
         assert back == view and notes == []
 
-    def test_referral_and_word_count(self) -> None:
-        assert pg.referral_line("Rest. If it persists, see a physiotherapist.") == "If it persists, see a physiotherapist."
-        assert pg.referral_line("See a doctor first. Then rest. Then eat.") is None
+    def test_referral_and_word_count(self, policy: Policy) -> None:
+        assert pg.referral_line("Rest. If it persists, see a physiotherapist.", policy) == \
+            "If it persists, see a physiotherapist."
+        assert pg.referral_line("See a doctor first. Then rest. Then eat.", policy) is None
         assert pg.count_words("one two three") == 3
         assert pg.count_words("足首が痛い") == 5
 
-    def test_model_config_prefers_the_typed_key_then_env_then_secrets(self) -> None:
-        assert pg.resolve_model_config({}, {}, None) is None
-        from_secrets = pg.resolve_model_config({}, {"OPENAI_API_KEY": "s"}, None)
-        assert from_secrets is not None and from_secrets.source == ".streamlit/secrets.toml"
-        env = pg.resolve_model_config({"OPENAI_API_KEY": "e"}, {"OPENAI_API_KEY": "s"}, None)
-        assert env is not None and env.api_key == "e"
-        typed = pg.resolve_model_config({"OPENAI_API_KEY": "e"}, {}, "t")
-        assert typed is not None and typed.api_key == "t" and "typed" in typed.source
+    def test_model_settings_prefer_the_typed_key_then_env_then_secrets(self) -> None:
+        assert not model_settings({}, {}, None).configured
+        from_secrets = model_settings({}, {"OPENAI_API_KEY": "s"}, None)
+        assert from_secrets.configured and from_secrets.source == ".streamlit/secrets.toml"
+        env = model_settings({"OPENAI_API_KEY": "e"}, {"OPENAI_API_KEY": "s"}, None)
+        assert env.api_key == "e" and env.source == "environment"
+        typed = model_settings({"OPENAI_API_KEY": "e"}, {}, "t")
+        assert typed.api_key == "t" and typed.source == "a key typed in this session"
 
     def test_diff_frame_names_each_change_and_the_line_diff_shows_it(self, policy: Policy) -> None:
         draft = parse_policy(draft_with(lambda d: d["intents"]["general"].update(max_words=99)))
