@@ -840,6 +840,7 @@ class TestReply:
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("COACHCTX_MODEL", "coach-model")
         at = started("Prompt & reply")
         d = decision(at)
         assert d["intent"]["source"] == "model" and d["intent"]["name"] == "injury"
@@ -849,6 +850,9 @@ class TestReply:
         assert reply == "".join(REPLY_CHUNKS)
         streamed = [r["body"] for r in fake_openai.requests if r["body"].get("stream")]
         assert len(streamed) == 1 and streamed[0]["messages"] == d["prompt"]["messages"]
+        # routing and the reply read one set of settings: the same model, key and endpoint
+        assert {r["body"]["model"] for r in fake_openai.requests} == {"coach-model"}
+        assert {r["headers"]["authorization"] for r in fake_openai.requests} == {"Bearer sk-test"}
         words = next(m for m in at.metric if m.label == "Words")
         assert words.value == f"{pg.count_words(reply)} / {d['max_words']}"
         assert any("ends with a referral" in s.value for s in at.success)
@@ -954,8 +958,22 @@ class TestHelpers:
         assert pg.referral_line("Rest. If it persists, see a physiotherapist.", policy) == \
             "If it persists, see a physiotherapist."
         assert pg.referral_line("See a doctor first. Then rest. Then eat.", policy) is None
+        assert pg.referral_line("Ruhe dich aus. Geh bitte zum Arzt.", policy) == "Geh bitte zum Arzt."
+        assert pg.referral_line("痛みが続くなら医師に相談してください。", policy) == "痛みが続くなら医師に相談してください。"
         assert pg.count_words("one two three") == 3
         assert pg.count_words("足首が痛い") == 5
+
+    def test_the_referral_terms_are_the_policy_s(self, policy: Policy) -> None:
+        own = parse_policy(draft_with(lambda d: d.update(referral_terms={"de": ["Hausärztin"], "en": ["coach"]})))
+        assert pg.referral_line("Rest. Ask your HAUSÄRZTIN.", own) == "Ask your HAUSÄRZTIN."
+        assert pg.referral_line("Rest. Your coaches know best.", own) == "Your coaches know best."
+        assert pg.referral_line("Rest. If it persists, see a physiotherapist.", own) is None
+        assert pg.referral_line("Rest. Talk to your headcoach.", own) is None  # a term starts a word
+        none = parse_policy(draft_with(lambda d: d.pop("referral_terms")))
+        d = select("My knee hurts, can I run?", fetch_bundle(FixtureUpstream(), "maya"), none)
+        report = pg.reply_report("Rest. See a physiotherapist.", d, none)
+        assert report.clinical and (report.referral, report.referral_checked) == (None, False)
+        assert pg.reply_report("Rest. See a physiotherapist.", d, policy).referral == "See a physiotherapist."
 
     def test_model_settings_prefer_the_typed_key_then_env_then_secrets(self) -> None:
         assert not model_settings({}, {}, None).configured
