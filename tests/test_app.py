@@ -857,6 +857,19 @@ class TestReply:
         assert words.value == f"{pg.count_words(reply)} / {d['max_words']}"
         assert any("ends with a referral" in s.value for s in at.success)
 
+    def test_a_policy_without_referral_terms_says_the_referral_is_not_checked(
+            self, fake_openai: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+        at = new_app()
+        at.session_state["policy_yaml"] = draft_with(lambda d: d.pop("referral_terms"))
+        at.run()
+        assert decision(at)["clinical"]["is_clinical"]
+        open_tab(at, "Prompt & reply").button(key="generate").click().run()
+        assert not at.exception
+        assert at.session_state["reply"]["text"].endswith("see a physiotherapist.")
+        assert any("the policy lists no referral terms" in w.value for w in at.warning)
+        assert not any("referral" in s.value for s in at.success)
+
     def test_reply_settings_from_secrets_toml(self, fake_openai: ChatServer) -> None:
         at = new_app()
         at.secrets["OPENAI_BASE_URL"] = fake_openai.base_url
