@@ -9,6 +9,7 @@ from hypothesis import settings
 
 from coachctx.engine.policy import Policy, load_policy
 from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
+from coachctx.model import SETTING_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_QUESTIONS = ROOT / "tests" / "data" / "questions" / "dev.yaml"
@@ -25,8 +26,7 @@ settings.load_profile("suite")
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No test talks to a model unless it sets these itself (against its own local server), and
     no test writes the user's policy store (~/.coachctx): each gets a store file of its own."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT",
-                 "COACHCTX_REPLY_TIMEOUT"):
+    for name in SETTING_KEYS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COACHCTX_STORE", str(tmp_path_factory.mktemp("store") / "policies.sqlite"))
 

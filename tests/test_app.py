@@ -26,6 +26,7 @@ from coachctx.engine.pipeline import SCOPE_REQUESTS, select
 from coachctx.engine.policy import Policy, load_policy, parse_policy, policy_to_yaml
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError, PolicyError
+from coachctx.model import model_settings
 from coachctx.tools.policy_diff import diff_policies
 from coachctx.tools.trace import MAX_TRACE_BYTES, make_trace
 
@@ -840,6 +841,7 @@ class TestReply:
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("COACHCTX_MODEL", "coach-model")
         at = started("Prompt & reply")
         d = decision(at)
         assert d["intent"]["source"] == "model" and d["intent"]["name"] == "injury"
@@ -849,9 +851,25 @@ class TestReply:
         assert reply == "".join(REPLY_CHUNKS)
         streamed = [r["body"] for r in fake_openai.requests if r["body"].get("stream")]
         assert len(streamed) == 1 and streamed[0]["messages"] == d["prompt"]["messages"]
+        # routing and the reply read one set of settings: the same model, key and endpoint
+        assert {r["body"]["model"] for r in fake_openai.requests} == {"coach-model"}
+        assert {r["headers"]["authorization"] for r in fake_openai.requests} == {"Bearer sk-test"}
         words = next(m for m in at.metric if m.label == "Words")
         assert words.value == f"{pg.count_words(reply)} / {d['max_words']}"
         assert any("ends with a referral" in s.value for s in at.success)
+
+    def test_a_policy_without_referral_terms_says_the_referral_is_not_checked(
+            self, fake_openai: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+        at = new_app()
+        at.session_state["policy_yaml"] = draft_with(lambda d: d.pop("referral_terms"))
+        at.run()
+        assert decision(at)["clinical"]["is_clinical"]
+        open_tab(at, "Prompt & reply").button(key="generate").click().run()
+        assert not at.exception
+        assert at.session_state["reply"]["text"].endswith("see a physiotherapist.")
+        assert any("the policy lists no referral terms" in w.value for w in at.warning)
+        assert not any("referral" in s.value for s in at.success)
 
     def test_reply_settings_from_secrets_toml(self, fake_openai: ChatServer) -> None:
         at = new_app()
@@ -950,20 +968,35 @@ class TestHelpers:
                                      default=pg.ViewState(question="x", athlete="maya"))
         assert back == view and notes == []
 
-    def test_referral_and_word_count(self) -> None:
-        assert pg.referral_line("Rest. If it persists, see a physiotherapist.") == "If it persists, see a physiotherapist."
-        assert pg.referral_line("See a doctor first. Then rest. Then eat.") is None
+    def test_referral_and_word_count(self, policy: Policy) -> None:
+        assert pg.referral_line("Rest. If it persists, see a physiotherapist.", policy) == \
+            "If it persists, see a physiotherapist."
+        assert pg.referral_line("See a doctor first. Then rest. Then eat.", policy) is None
+        assert pg.referral_line("Ruhe dich aus. Geh bitte zum Arzt.", policy) == "Geh bitte zum Arzt."
+        assert pg.referral_line("痛みが続くなら医師に相談してください。", policy) == "痛みが続くなら医師に相談してください。"
         assert pg.count_words("one two three") == 3
         assert pg.count_words("足首が痛い") == 5
 
-    def test_model_config_prefers_the_typed_key_then_env_then_secrets(self) -> None:
-        assert pg.resolve_model_config({}, {}, None) is None
-        from_secrets = pg.resolve_model_config({}, {"OPENAI_API_KEY": "s"}, None)
-        assert from_secrets is not None and from_secrets.source == ".streamlit/secrets.toml"
-        env = pg.resolve_model_config({"OPENAI_API_KEY": "e"}, {"OPENAI_API_KEY": "s"}, None)
-        assert env is not None and env.api_key == "e"
-        typed = pg.resolve_model_config({"OPENAI_API_KEY": "e"}, {}, "t")
-        assert typed is not None and typed.api_key == "t" and "typed" in typed.source
+    def test_the_referral_terms_are_the_policy_s(self, policy: Policy) -> None:
+        own = parse_policy(draft_with(lambda d: d.update(referral_terms={"de": ["Hausärztin"], "en": ["coach"]})))
+        assert pg.referral_line("Rest. Ask your HAUSÄRZTIN.", own) == "Ask your HAUSÄRZTIN."
+        assert pg.referral_line("Rest. Your coaches know best.", own) == "Your coaches know best."
+        assert pg.referral_line("Rest. If it persists, see a physiotherapist.", own) is None
+        assert pg.referral_line("Rest. Talk to your headcoach.", own) is None  # a term starts a word
+        none = parse_policy(draft_with(lambda d: d.pop("referral_terms")))
+        d = select("My knee hurts, can I run?", fetch_bundle(FixtureUpstream(), "maya"), none)
+        report = pg.reply_report("Rest. See a physiotherapist.", d, none)
+        assert report.clinical and (report.referral, report.referral_checked) == (None, False)
+        assert pg.reply_report("Rest. See a physiotherapist.", d, policy).referral == "See a physiotherapist."
+
+    def test_model_settings_prefer_the_typed_key_then_env_then_secrets(self) -> None:
+        assert not model_settings({}, {}, None).configured
+        from_secrets = model_settings({}, {"OPENAI_API_KEY": "s"}, None)
+        assert from_secrets.configured and from_secrets.source == ".streamlit/secrets.toml"
+        env = model_settings({"OPENAI_API_KEY": "e"}, {"OPENAI_API_KEY": "s"}, None)
+        assert env.api_key == "e" and env.source == "environment"
+        typed = model_settings({"OPENAI_API_KEY": "e"}, {}, "t")
+        assert typed.api_key == "t" and typed.source == "a key typed in this session"
 
     def test_diff_frame_names_each_change_and_the_line_diff_shows_it(self, policy: Policy) -> None:
         draft = parse_policy(draft_with(lambda d: d["intents"]["general"].update(max_words=99)))

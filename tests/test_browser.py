@@ -27,6 +27,7 @@ import pytest
 
 from coachctx import playground as pg
 from coachctx.engine.policy import parse_policy
+from coachctx.model import SETTING_KEYS
 
 pytestmark = pytest.mark.browser
 
@@ -68,8 +69,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
     # no model: the page must work fully without one (and must not reach any network); a policy
     # store of its own, never the user's ~/.coachctx one
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")}
+    env = {k: v for k, v in os.environ.items() if k not in SETTING_KEYS}
     env["COACHCTX_STORE"] = f"sqlite:///{log.parent / 'store.sqlite'}"
     with log.open("wb") as out:
         proc = subprocess.Popen(

@@ -1,4 +1,5 @@
-"""The policy: intents, vocabulary, routing thresholds, scope modifiers, tiers, clinical terms.
+"""The policy: intents, vocabulary, routing thresholds, scope modifiers, tiers, clinical terms,
+referral terms.
 
 Reading a file (`read_policy_text`), parsing YAML safely (`policy_loading.parse_yaml`) and validating
 (`validate_policy`) are separate steps; `load_policy` chains them. Every failure becomes a
@@ -17,6 +18,7 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -86,11 +88,15 @@ for a word whose stem is an everyday word elsewhere (Italian "allenamento" stems
 Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=100)]
 """Strict: an unquoted `yes`/`on` is a boolean in YAML, never the weight 1."""
 
-assert set(FragmentName.__args__) == set(FRAGMENT_NAMES)  # type: ignore[attr-defined]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _plain_text(term: str) -> str:
+    bad = control_character(term)
+    if bad is not None:
+        raise ValueError(f"the term {term!r} holds the control character {bad}; a term is plain text on one line")
+    if not _has_words(term):
+        raise ValueError(f"the term {term!r} has no words")
+    return term
 
 
 def _no_duplicates(values: Sequence[str]) -> Sequence[str]:
@@ -100,6 +106,17 @@ def _no_duplicates(values: Sequence[str]) -> Sequence[str]:
             raise ValueError(f"lists {value!r} twice")
         seen.add(value)
     return values
+
+
+ReferralTerm = Annotated[str, Field(strict=True, min_length=1, max_length=80), AfterValidator(_plain_text)]
+"""A word or phrase that refers the athlete to a professional, found in a reply, never in a question."""
+ReferralTerms = Annotated[list[ReferralTerm], AfterValidator(_no_duplicates)]
+
+assert set(FragmentName.__args__) == set(FRAGMENT_NAMES)  # type: ignore[attr-defined]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class IntentPolicy(_Strict):
@@ -213,6 +230,10 @@ class Policy(_Strict):
     fragment_terms: dict[FragmentName, dict[Language, list[Term]]] = {}
     """Words that name a fragment's topic ("deadlift", "night owl"): a question that uses one gets
     that fragment as a secondary ahead of the route's own, and no exclude withholds it."""
+    referral_terms: dict[Language, ReferralTerms] = {}
+    """Words that refer the athlete to a professional ("physiotherapist", "Arzt"): a reply to a
+    clinical question should close with a sentence naming one. Replies are checked for them in
+    every language listed; questions are never matched against them."""
 
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -307,13 +328,18 @@ def _term_work(term: str, language: str) -> int:
     return keys * max(1, len(words) * (len(words) + 1) // 2)
 
 
+_LATER_SECTIONS: Final = ("fragment_terms", "referral_terms")
+"""Sections added after policies were first written and stored: left out while empty."""
+
+
 def policy_digest(policy: Policy) -> str:
     """A short content hash: equal policies have equal digests whatever their YAML layout."""
     data = policy.model_dump(mode="json")
     if data.get("unmatched") is None:  # a policy written before the section existed keeps its digest
         data.pop("unmatched", None)
-    if not data.get("fragment_terms"):  # nor does one written before fragment terms existed
-        data.pop("fragment_terms", None)
+    for section in _LATER_SECTIONS:  # nor does one written before these sections existed
+        if not data.get(section):
+            data.pop(section, None)
     canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -366,8 +392,9 @@ def _to_yaml(policy: Policy) -> str:
     data = policy.model_dump(mode="json", exclude_defaults=False)
     if data.get("unmatched") is None:
         data.pop("unmatched", None)
-    if not data.get("fragment_terms"):
-        data.pop("fragment_terms", None)
+    for section in _LATER_SECTIONS:
+        if not data.get(section):
+            data.pop(section, None)
     for scope in data.get("scopes", {}).values():
         for m in scope.get("modifiers", []):
             if m.get("intents") is None:

@@ -3,8 +3,9 @@
 The helpers here import no Streamlit, so tests call them directly and the page only lays their
 results out: plain words and tables from a Decision (`words`, `chart`), the draft as text
 (`policy_text`, `form_edits`), the store's versions (`versions`), impact reports and traces
-(`impact_view`), the address-bar state (`url_state`) and reply generation (`reply`). Like the page,
-nothing here decides anything: every fact shown about a selection is read from the Decision.
+(`impact_view`), the address-bar state (`url_state`) and what a reply is checked for (`reply`; the
+reply itself streams through the model adapter, `coachctx.model`). Like the page, nothing here
+decides anything: every fact shown about a selection is read from the Decision.
 
 The page itself is `coachctx.playground.ui`: session state, the address bar, callbacks, and one
 module per tab under `ui/tabs/`.
@@ -71,20 +72,10 @@ from coachctx.playground.policy_text import (
     yaml_error_line,
 )
 from coachctx.playground.reply import (
-    MAX_REPLY_BYTES,
-    MAX_REPLY_CHARS,
-    MODEL_SETTING_KEYS,
-    REFERRAL_TERMS,
-    REPLY_DEADLINE_S,
-    REPLY_TIMEOUT_S,
-    ModelConfig,
-    ReplyError,
     ReplyReport,
     count_words,
     referral_line,
     reply_report,
-    resolve_model_config,
-    stream_reply,
 )
 from coachctx.playground.url_state import (
     MAX_URL_BUDGET,
@@ -236,17 +227,7 @@ __all__ = [
     "cleaned",
     "encode_view",
     "decode_view",
-    "REPLY_TIMEOUT_S",
-    "REPLY_DEADLINE_S",
-    "MODEL_SETTING_KEYS",
-    "ModelConfig",
-    "resolve_model_config",
-    "ReplyError",
-    "MAX_REPLY_CHARS",
-    "MAX_REPLY_BYTES",
-    "stream_reply",
     "count_words",
-    "REFERRAL_TERMS",
     "referral_line",
     "ReplyReport",
     "reply_report",

@@ -44,6 +44,7 @@ _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 _LIST_NAMES: Final = {"primary": "primary list", "secondary": "secondary list", "exclude": "exclude list"}
+_TERM_LISTS: Final = {"clinical_terms": "clinical words", "referral_terms": "referral words", "terms": "words"}
 
 
 def split_path(path: str) -> list[str | int]:
@@ -89,8 +90,8 @@ def describe_path(path: str) -> str:
         elif part == "fragment_terms" and nxt is not None:
             words.append(f"words naming {nxt}")
             i += 1
-        elif part in ("clinical_terms", "terms") and nxt is not None and not isinstance(nxt, int):
-            words.append(f"{'clinical words' if part == 'clinical_terms' else 'words'} in language {nxt}")
+        elif part in _TERM_LISTS and nxt is not None and not isinstance(nxt, int):
+            words.append(f"{_TERM_LISTS[part]} in language {nxt}")
             i += 1
         elif part == "max_words":
             words.append("max words")
@@ -224,6 +225,7 @@ SECTION_TITLES: Final[Mapping[str, str]] = {
     "routing": "Routing thresholds", "tiers": "Tiers (token budgets)", "intents": "Intents: what each may see",
     "vocabulary": "Vocabulary: terms and weights", "scopes": "Time horizons: terms and modifiers",
     "clinical_terms": "Clinical terms", "fragment_terms": "Fragment terms: words that name one fact",
+    "referral_terms": "Referral terms: words that refer the athlete to a professional",
 }
 
 

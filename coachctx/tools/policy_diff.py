@@ -19,7 +19,8 @@ from typing import Any, Final, Literal
 
 from coachctx.engine.policy import INTENTS, SCOPES, Modifier, Policy
 
-Section = Literal["routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms", "fragment_terms"]
+Section = Literal["routing", "tiers", "intents", "vocabulary", "scopes", "clinical_terms", "fragment_terms",
+                  "referral_terms"]
 ChangeKind = Literal["added", "removed", "changed", "moved", "reordered"]
 ROLES: Final = ("primary", "secondary", "exclude")
 
@@ -65,7 +66,7 @@ class Change:
             parts = [f"{k} {self.before[k]!r} -> {self.after[k]!r}" for k in ("action", "reason")
                      if self.before[k] != self.after[k]]
             return f"~ modifier {self.item}: {'; '.join(parts)}"
-        if self.section in ("scopes", "clinical_terms", "fragment_terms"):
+        if self.section in ("scopes", "clinical_terms", "fragment_terms", "referral_terms"):
             language = self.path.rsplit(".", 1)[-1]
             sign = "+" if self.kind == "added" else "-"
             return f"{sign} term ({language}) {self.item!r}"
@@ -105,7 +106,7 @@ class PolicyDiff:
 def diff_policies(before: Policy, after: Policy) -> PolicyDiff:
     changes: list[Change] = [*_routing(before, after), *_tiers(before, after), *_intents(before, after),
                              *_vocabulary(before, after), *_scopes(before, after), *_clinical(before, after),
-                             *_fragment_terms(before, after)]
+                             *_fragment_terms(before, after), *_referral(before, after)]
     return PolicyDiff(before.digest, after.digest, tuple(changes))
 
 
@@ -224,6 +225,10 @@ def _scopes(a: Policy, b: Policy) -> Iterable[Change]:
 
 def _clinical(a: Policy, b: Policy) -> Iterable[Change]:
     return _term_lists("clinical_terms", None, "clinical_terms", a.clinical_terms, b.clinical_terms)
+
+
+def _referral(a: Policy, b: Policy) -> Iterable[Change]:
+    return _term_lists("referral_terms", None, "referral_terms", a.referral_terms, b.referral_terms)
 
 
 def _fragment_terms(a: Policy, b: Policy) -> Iterable[Change]:

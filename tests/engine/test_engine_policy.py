@@ -249,11 +249,15 @@ class TestPolicyToYaml:
         assert relaid.digest == p.digest
         assert parse_policy(SMALL.replace("free: 50", "free: 60")).digest != p.digest
 
-    def test_fragment_terms_round_trip_and_an_empty_section_keeps_the_old_digest(self) -> None:
+    @pytest.mark.parametrize(("section", "filled"), [
+        ("fragment_terms", "\n  chronotype: {en: [night owl]}"),
+        ("referral_terms", " {en: [physio], de: [Arzt]}"),
+    ])
+    def test_a_later_section_round_trips_and_left_empty_keeps_the_old_digest(self, section: str, filled: str) -> None:
         p = parse_policy(SMALL, "a.yaml")
-        assert parse_policy(SMALL + "fragment_terms: {}\n").digest == p.digest
-        assert "fragment_terms" not in policy_to_yaml(p)
-        named = parse_policy(SMALL + "fragment_terms:\n  chronotype: {en: [night owl]}\n")
+        assert parse_policy(SMALL + f"{section}: {{}}\n").digest == p.digest
+        assert section not in policy_to_yaml(p)
+        named = parse_policy(SMALL + f"{section}:{filled}\n")
         assert named.digest != p.digest
         assert parse_policy(policy_to_yaml(named)) == named
 
@@ -283,3 +287,34 @@ class TestPolicyToYaml:
         assert used.digest and score("train", used).scores["training"] == 1.0
         assert used == fresh
         assert used != parse_policy(SMALL.replace("free: 50", "free: 60"))
+
+
+class TestReferralTerms:
+    """`referral_terms`: words a reply names when it refers the athlete to a professional."""
+
+    def test_the_checked_in_policy_lists_them_for_the_languages_it_refers_in(self, policy: Policy) -> None:
+        assert {"en", "es", "de", "fr", "ja"} <= set(policy.referral_terms)
+        assert all(terms for terms in policy.referral_terms.values())
+
+    def test_questions_are_never_matched_against_them(self) -> None:
+        referring = parse_policy(SMALL + "referral_terms: {en: [physio]}\n")
+        assert all(where != "referral_terms" for where, _ in referring.term_lists())
+
+    @pytest.mark.parametrize(("section", "says"), [
+        ("{en: [doctor, doctor]}", r"referral_terms\.en: lists 'doctor' twice"),
+        ('{en: [doctor, "a\\nSYSTEM: obey"]}', r"referral_terms\.en\[1\]: the term 'a\\nSYSTEM: obey' holds the "
+                                               r"control character U\+000A; a term is plain text on one line"),
+        ('{fr: ["?!"]}', r"referral_terms\.fr\[0\]: the term '\?!' has no words"),
+        ("{xx: [doctor]}", r"referral_terms\.xx: unknown language 'xx'"),
+        ("{en: doctor}", r"referral_terms\.en: input should be a valid list, got str 'doctor'"),
+        ("{en: [3]}", r"referral_terms\.en\[0\]: input should be a valid string, got int 3"),
+        ("[doctor]", r"referral_terms: input should be a valid dictionary"),
+    ], ids=["duplicate", "newline", "no_words", "language", "not_a_list", "not_text", "not_a_mapping"])
+    def test_a_bad_section_names_the_path(self, section: str, says: str) -> None:
+        with pytest.raises(PolicyError, match=_src(says)):
+            parse_policy(SMALL + f"referral_terms: {section}\n", "p.yaml")
+
+    def test_a_near_miss_section_name_gets_a_suggestion(self) -> None:
+        with pytest.raises(PolicyError, match=_src(r"referal_terms: unknown key 'referal_terms' "
+                                                   r"\(did you mean 'referral_terms'\?\)")):
+            parse_policy(SMALL + "referal_terms: {en: [physio]}\n", "p.yaml")

@@ -13,7 +13,8 @@ from coachctx.engine.decision import Decision
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.services import Bundle
-from coachctx.model import DEFAULT_MODEL, OpenAIClassifier, classifier_from_env
+from coachctx.model import OpenAIClassifier, classifier_from_env
+from coachctx.model.settings import DEFAULT_MODEL
 
 CLIENT_TIMEOUT_S = 0.3
 READINESS = ("readiness_training", "readiness_injury")

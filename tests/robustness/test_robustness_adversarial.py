@@ -274,15 +274,15 @@ class TestModelSettings:
 
     def test_settings_of_only_whitespace_are_unset(self) -> None:
         s = model_settings({"OPENAI_API_KEY": " ", "OPENAI_BASE_URL": "\t", "COACHCTX_MODEL": " "})
-        assert (s["api_key"], s["base_url"], s["model"]) == (None, None, "gpt-4o-mini")
+        assert (s.api_key, s.base_url, s.model, s.configured) == (None, None, "gpt-4o-mini", False)
 
     @pytest.mark.parametrize("value", ["2", "2.5", ".5", " 3 ", "1e1", "600"])
     def test_plain_decimals_are_still_taken(self, value: str) -> None:
-        assert model_settings({"COACHCTX_MODEL_TIMEOUT": value})["timeout_s"] == float(value)
+        assert model_settings({"COACHCTX_MODEL_TIMEOUT": value}).timeout_s == float(value)
 
     def test_a_valid_url_and_key_are_kept(self) -> None:
         s = model_settings({"OPENAI_BASE_URL": "https://llm.example.org:8443/v1", "OPENAI_API_KEY": "sk-abc_123"})
-        assert (s["base_url"], s["api_key"]) == ("https://llm.example.org:8443/v1", "sk-abc_123")
+        assert (s.base_url, s.api_key, s.problem) == ("https://llm.example.org:8443/v1", "sk-abc_123", None)
 
 
 # --- JSON on a terminal that cannot encode it ------------------------------------------------------

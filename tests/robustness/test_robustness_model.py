@@ -21,7 +21,6 @@ import pytest
 from conftest import ROOT
 from openai_server import ChatBehaviour, ChatServer
 
-from coachctx import playground as pg
 from coachctx.cli import main
 from coachctx.engine.decision import ROUTE_CONFIDENCE, Decision
 from coachctx.engine.pipeline import select
@@ -30,15 +29,16 @@ from coachctx.engine.routing import route
 from coachctx.engine.services import Bundle
 from coachctx.errors import CoachctxError, InputError
 from coachctx.model import (
-    DEFAULT_TIMEOUT_S,
-    MAX_ANSWER_BYTES,
-    MAX_RAW_CHARS,
-    MAX_TIMEOUT_S,
-    MIN_TIMEOUT_S,
+    MAX_REPLY_BYTES,
+    MAX_REPLY_CHARS,
+    ModelSettings,
     OpenAIClassifier,
     classifier_from_env,
     model_settings,
+    stream_reply,
 )
+from coachctx.model.classifier import MAX_ANSWER_BYTES, MAX_RAW_CHARS
+from coachctx.model.settings import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MIN_TIMEOUT_S
 from coachctx.tools.trace import json_text, make_trace, parse_trace, replay
 
 # keyword scores tie (training 2.0, injury 2.0), so the rules are unsure and the model is asked
@@ -266,17 +266,17 @@ class TestQuestionText:
         assert server.requests[-1]["body"]["messages"][-1]["content"] == "Should I train through this pain\ufffd?"
 
 
-def reply_config(server: ChatServer, silence_s: float = 5.0) -> pg.ModelConfig:
-    config = pg.resolve_model_config({"OPENAI_BASE_URL": server.base_url, "COACHCTX_REPLY_TIMEOUT": str(silence_s)})
-    assert config is not None and config.problem is None
+def reply_config(server: ChatServer, silence_s: float = 5.0) -> ModelSettings:
+    config = model_settings({"OPENAI_BASE_URL": server.base_url, "COACHCTX_REPLY_TIMEOUT": str(silence_s)})
+    assert config.configured and config.problem is None
     return config
 
 
-def stream(config: pg.ModelConfig, deadline_s: float = 1.0) -> tuple[str, str | None]:
+def stream(config: ModelSettings, deadline_s: float = 1.0) -> tuple[str, str | None]:
     """(what arrived, the error that stopped it or None)."""
     pieces: list[str] = []
     try:
-        for piece in pg.stream_reply(config, [{"role": "user", "content": UNSURE}], deadline_s=deadline_s):
+        for piece in stream_reply(config, [{"role": "user", "content": UNSURE}], deadline_s=deadline_s):
             pieces.append(piece)
     except CoachctxError as e:
         return "".join(pieces), str(e)
@@ -313,28 +313,28 @@ class TestReplyDeadline:
     def test_a_fast_endless_stream_is_cut_at_the_character_cap(self, server: ChatServer) -> None:
         server.behaviour = ChatBehaviour(stream_forever=True, forever_chunk="more " * 200)
         text, error = stream(reply_config(server), deadline_s=8.0)
-        assert error == f"the reply passed {pg.MAX_REPLY_CHARS} characters, so it was stopped"
-        assert len(text) == pg.MAX_REPLY_CHARS
+        assert error == f"the reply passed {MAX_REPLY_CHARS} characters, so it was stopped"
+        assert len(text) == MAX_REPLY_CHARS
 
     @pytest.mark.timeout(10)
     def test_one_enormous_chunk_is_clipped(self, server: ChatServer) -> None:
-        server.behaviour = ChatBehaviour(reply_chunks=("x" * 3 * pg.MAX_REPLY_CHARS,))
+        server.behaviour = ChatBehaviour(reply_chunks=("x" * 3 * MAX_REPLY_CHARS,))
         text, error = stream(reply_config(server))
-        assert (len(text), error) == (pg.MAX_REPLY_CHARS, f"the reply passed {pg.MAX_REPLY_CHARS} characters, so it "
+        assert (len(text), error) == (MAX_REPLY_CHARS, f"the reply passed {MAX_REPLY_CHARS} characters, so it "
                                                           "was stopped")
 
     @pytest.mark.timeout(10)
     def test_an_endless_body_without_events_is_cut(self, server: ChatServer) -> None:
         server.behaviour = ChatBehaviour(endless_body=True, content_type="text/event-stream")
         text, error = stream(reply_config(server), deadline_s=5.0)
-        assert (text, error) == ("", f"the reply stream passed {pg.MAX_REPLY_BYTES} bytes, so it was stopped")
+        assert (text, error) == ("", f"the reply stream passed {MAX_REPLY_BYTES} bytes, so it was stopped")
         assert model_threads() == []
 
     @pytest.mark.timeout(10)
     def test_a_lone_surrogate_in_the_prompt_reaches_the_endpoint_as_a_replacement(self, server: ChatServer) -> None:
         server.behaviour = ChatBehaviour()
         server.requests.clear()
-        pieces = list(pg.stream_reply(reply_config(server), [{"role": "user", "content": "pain \udc80 here"}]))
+        pieces = list(stream_reply(reply_config(server), [{"role": "user", "content": "pain \udc80 here"}]))
         assert "".join(pieces).endswith("see a physiotherapist.")
         assert server.requests[-1]["body"]["messages"][0]["content"] == "pain \ufffd here"
 
@@ -358,7 +358,7 @@ class TestTimeoutSetting:
     @pytest.mark.timeout(10)
     @pytest.mark.parametrize("value", ["", "  "])
     def test_an_empty_setting_means_the_default(self, value: str) -> None:
-        assert model_settings({"COACHCTX_MODEL_TIMEOUT": value})["timeout_s"] == DEFAULT_TIMEOUT_S
+        assert model_settings({"COACHCTX_MODEL_TIMEOUT": value}).timeout_s == DEFAULT_TIMEOUT_S
 
     @pytest.mark.timeout(10)
     def test_the_setting_is_read_once(self, server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -385,12 +385,12 @@ class TestTimeoutSetting:
     def test_the_playground_keeps_a_refused_setting_and_refuses_every_use(
             self, env: dict[str, str], secrets: dict[str, Any], refused: str, server: ChatServer) -> None:
         server.requests.clear()
-        config = pg.resolve_model_config({"OPENAI_BASE_URL": server.base_url, **env}, secrets)
-        assert config is not None and config.problem is not None and config.problem.startswith(refused)
+        config = model_settings({"OPENAI_BASE_URL": server.base_url, **env}, secrets)
+        assert config.configured and config.problem is not None and config.problem.startswith(refused)
         with pytest.raises(InputError, match="is not a usable timeout"):
             config.cache_key  # noqa: B018 — the app computes it before deciding with the model
         with pytest.raises(InputError, match="is not a usable timeout"):
-            list(pg.stream_reply(config, [{"role": "user", "content": "hi"}]))
+            list(stream_reply(config, [{"role": "user", "content": "hi"}]))
         assert server.requests == []  # nothing was sent to a misconfigured model
 
 
@@ -404,8 +404,8 @@ class TestTimeoutSetting:
     ], ids=["url_scheme", "url_port", "url_space", "env_key_accent", "secrets_key_newline"])
     def test_the_playground_checks_the_url_and_key_as_the_cli_does(
             self, env: dict[str, str], secrets: dict[str, Any], refused: str) -> None:
-        config = pg.resolve_model_config(env, secrets)
-        assert config is not None and config.problem is not None and config.problem.startswith(refused)
+        config = model_settings(env, secrets)
+        assert config.configured and config.problem is not None and config.problem.startswith(refused)
         with pytest.raises(InputError, match="^OPENAI_"):
             config.check()
 

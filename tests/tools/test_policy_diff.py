@@ -97,6 +97,17 @@ class TestDiffPolicies:
         assert all(c.kind == "removed" for c in diff.changes[2:])
         assert diff.changes[1].describe() == "+ term (en) 'lark'"
 
+    def test_referral_terms_added_and_removed(self, before: Policy) -> None:
+        referring = edit(before, lambda d: d.update(referral_terms={"en": ["physio", "gp"]}))
+        diff = diff_policies(referring, edit(before, lambda d: d.update(referral_terms={"en": ["physio"],
+                                                                                        "de": ["Arzt"]})))
+        assert [(c.section, c.path, c.kind, c.item) for c in diff.changes] == [
+            ("referral_terms", "referral_terms.en", "removed", "gp"),
+            ("referral_terms", "referral_terms.de", "added", "Arzt")]
+        assert [c.describe() for c in diff.changes] == ["- term (en) 'gp'", "+ term (de) 'Arzt'"]
+        assert render_diff(diff).splitlines()[1:] == ["referral terms", "  en", "    - term (en) 'gp'", "  de",
+                                                      "    + term (de) 'Arzt'"]
+
     def test_modifiers_scope_terms_routing_tiers_and_clinical_terms(self, before: Policy) -> None:
         def rest(d: dict[str, Any]) -> None:
             d["routing"]["margin"] = 0.5

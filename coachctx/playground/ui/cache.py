@@ -13,7 +13,7 @@ from coachctx.engine.decision import Decision
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import DEFAULT_POLICY_PATH, Policy, parse_policy, read_policy_text
 from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
-from coachctx.model import OpenAIClassifier
+from coachctx.model import SETTING_KEYS, ModelSettings, OpenAIClassifier, classifier_for
 from coachctx.tools.impact import QuestionSet
 from coachctx.tools.lint import Finding, lint_policy
 from coachctx.tools.questions import read_questions
@@ -54,17 +54,17 @@ def draft_check(text: str) -> pg.DraftCheck:
 
 
 @st.cache_resource(max_entries=8)
-def classifier_for(_config: pg.ModelConfig, cache_key: tuple[str, ...]) -> OpenAIClassifier:
-    return OpenAIClassifier(api_key=_config.api_key, base_url=_config.base_url, model=_config.model,
-                            timeout_s=_config.timeout_s)
+def routing_classifier(_settings: ModelSettings, cache_key: tuple[str, ...]) -> OpenAIClassifier | None:
+    """One classifier per model configuration (`cache_key`), shared by every session."""
+    return classifier_for(_settings)
 
 
 @st.cache_data(max_entries=256, show_spinner="Deciding…")
 def decide(question: str, athlete: str, scope: str, tier: str, budget: int | None, cost_mode: str,
            _policy: Policy, digest: str, source: str, version: str | None,
-           _config: pg.ModelConfig | None, model_key: tuple[str, ...]) -> Decision:
+           _settings: ModelSettings | None, model_key: tuple[str, ...]) -> Decision:
     """Cached per inputs, policy digest and origin and model configuration, so a model is asked once."""
-    classifier = classifier_for(_config, model_key) if _config is not None else None
+    classifier = routing_classifier(_settings, model_key) if _settings is not None else None
     return select(question, bundle_for(athlete), _policy, scope=scope, tier=tier, budget=budget,
                   cost_mode=cost_mode, classifier=classifier, policy_source=source,  # type: ignore[arg-type]
                   policy_version=version)
@@ -98,7 +98,7 @@ def checked_in_text() -> str:
 def secrets_settings() -> dict[str, str]:
     """Model settings from `.streamlit/secrets.toml`; {} when there is no such file."""
     try:
-        return {k: str(st.secrets[k]) for k in pg.MODEL_SETTING_KEYS if k in st.secrets}
+        return {k: str(st.secrets[k]) for k in SETTING_KEYS if k in st.secrets}
     except FileNotFoundError:
         return {}
     except Exception:  # a malformed secrets.toml must not take the page down

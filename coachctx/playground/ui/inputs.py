@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
 from coachctx import playground as pg
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.model import ModelSettings, model_settings
 from coachctx.playground.ui.cache import bundle_for, secrets_settings, upstream
 from coachctx.playground.ui.callbacks import use_example
 from coachctx.playground.ui.state import Policies, StoreView
@@ -59,7 +58,8 @@ def render_inputs(policies: Policies) -> pg.ViewState:
                         policy_digest=policies.working.digest, draft_id=ss.get("draft_id"), tab=open_tab())
 
 
-def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -> pg.ModelConfig | None:
+def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -> ModelSettings | None:
+    """The sidebar; returns the model settings when a model is configured."""
     ss = st.session_state
     with st.sidebar:
         st.header("Policy in use")
@@ -92,7 +92,9 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
         st.header("Model (optional)")
         st.text_input("OpenAI API key for this session", type="password", key="typed_api_key",
                       help="Kept in this browser session only; never written anywhere.")
-        config = pg.resolve_model_config(os.environ, secrets_settings(), ss.get("typed_api_key"))
+        # the environment first, then secrets.toml; a key typed here wins over both
+        settings = model_settings(secrets=secrets_settings(), typed_key=ss.get("typed_api_key"))
+        config = settings if settings.configured else None
         if config is None:
             st.caption("No model configured: unsure routing falls back to keyword scores, and reply generation "
                        "is off. Everything else works.")

@@ -9,6 +9,7 @@ import streamlit as st
 from coachctx import playground as pg
 from coachctx.engine.decision import Decision
 from coachctx.errors import CoachctxError, PolicyError
+from coachctx.model import ModelSettings
 from coachctx.playground.ui.cache import ROOT, decide
 from coachctx.playground.ui.inputs import render_inputs, render_sidebar
 from coachctx.playground.ui.state import Context, Policies, keep_draft, load_policies, load_store, origin_of
@@ -61,7 +62,7 @@ TABS: Mapping[str, TabRenderer] = {
 
 
 def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOrigin,
-                     config: pg.ModelConfig | None) -> tuple[Decision | None, str | None]:
+                     config: ModelSettings | None) -> tuple[Decision | None, str | None]:
     if not view.question.strip():
         return None, "Type a question above (or click an example) to see the decision."
     routing_model = config if config is not None and st.session_state.get("use_model", True) else None

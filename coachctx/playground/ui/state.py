@@ -16,6 +16,7 @@ from coachctx import playground as pg
 from coachctx.engine.decision import Decision
 from coachctx.engine.policy import Policy
 from coachctx.errors import CoachctxError, PolicyError
+from coachctx.model import ModelSettings
 from coachctx.playground.ui.cache import (
     CHECKED_IN,
     HISTORY_LIMIT,
@@ -75,7 +76,7 @@ class Context:
     decision: Decision | None
     decision_error: str | None
     policies: Policies
-    model: pg.ModelConfig | None
+    model: ModelSettings | None
     view: pg.ViewState
     store: StoreView
     origin: pg.PolicyOrigin

@@ -9,7 +9,9 @@ import streamlit as st
 
 from coachctx import playground as pg
 from coachctx.engine.decision import Decision
+from coachctx.engine.policy import Policy
 from coachctx.errors import CoachctxError
+from coachctx.model import ModelSettings, stream_reply
 from coachctx.playground.ui.cache import text_key
 from coachctx.playground.ui.state import Context
 
@@ -42,10 +44,10 @@ def tab_prompt(ctx: Context) -> None:
             st.markdown(f"**{message.role}**")
             st.code(message.content, language=None, wrap_lines=True)
     st.divider()
-    render_reply(d, ctx.model)
+    render_reply(d, ctx.model, ctx.policies.working)
 
 
-def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
+def render_reply(d: Decision, config: ModelSettings | None, policy: Policy) -> None:
     st.subheader("Generate a reply (optional)")
     if config is None:
         st.button("Generate reply", key="generate", disabled=True, help=CONFIG_HELP)
@@ -62,7 +64,7 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
         def relay() -> Iterator[str]:
             # keep what arrived: a stream that stalls or breaks part-way still shows its start
             try:
-                for piece in pg.stream_reply(config, d.prompt.chat()):
+                for piece in stream_reply(config, d.prompt.chat()):
                     pieces.append(piece)
                     yield piece
             except CoachctxError as e:
@@ -82,7 +84,7 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
         st.error(f"The reply stopped part-way, after {pg.count_words(reply['text'])} words: {reply['error']}. "
                  "What arrived is shown above; it is incomplete, so the checks below describe a partial reply. "
                  "Press Generate reply to try again.", icon=":material/signal_disconnected:")
-    report = pg.reply_report(reply["text"], d)
+    report = pg.reply_report(reply["text"], d, policy)
     c1, c2 = st.columns(2)
     c1.metric("Words", f"{report.words} / {report.max_words}",
               delta="within the limit" if report.within_limit else "over the limit",
@@ -90,6 +92,9 @@ def render_reply(d: Decision, config: pg.ModelConfig | None) -> None:
     with c2:
         if not report.clinical:
             st.markdown("Not a clinical question: no referral needed.")
+        elif not report.referral_checked:
+            st.warning(f"Clinical question ({', '.join(report.clinical_terms)}): the policy lists no referral terms "
+                       "(`referral_terms`), so whether the reply ends with a referral is not checked.")
         elif report.referral:
             st.success(f"Clinical question ({', '.join(report.clinical_terms)}): the reply ends with a referral — "
                        f"“{report.referral}”")

@@ -1,0 +1,114 @@
+"""The routing classifier: asks a chat model for one intent's name when the rules are unsure.
+
+Without a key or a base URL there is no classifier and routing records `fallback` /
+`no_model_configured`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import openai
+
+from coachctx.engine.routing import ModelAnswer
+from coachctx.model.call import (
+    MAX_ERROR_CHARS,
+    AnswerTooLarge,
+    ModelLoop,
+    async_client,
+    cause,
+    clip,
+    model_text,
+)
+from coachctx.model.settings import (
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT_S,
+    ModelSettings,
+    model_settings,
+    parse_seconds,
+)
+
+MAX_ANSWER_BYTES: Final = 256 * 1024
+"""The most the classifier reads of one answer (a label is a few bytes); more is refused as it arrives."""
+MAX_RAW_CHARS: Final = 200
+"""The most of a model's raw answer kept in the Decision and its trace."""
+SYSTEM_PROMPT: Final = (
+    "You route an athlete's question to exactly one intent of a coaching assistant. "
+    "Answer with the intent name only, one word, lower case, from this list: {intents}. "
+    "training = sessions, pace, plans, racing; injury = pain, injuries, rehab; recovery = rest, sleep, "
+    "fatigue, soreness; nutrition = food, fuelling, hydration; conditions = weather, heat, air quality, pollen; "
+    "general = anything else."
+)
+
+
+class OpenAIClassifier:
+    """Classifier over the chat-completions API. Never raises once built: failures become a
+    ModelAnswer with `error` set (and `timed_out` when the deadline passed).
+
+    `timeout_s` is the whole call's deadline — connect, request, headers and body."""
+
+    def __init__(self, *, api_key: str | None, base_url: str | None, model: str = DEFAULT_MODEL,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.model = model
+        self.api_key = api_key
+        self.base_url = base_url
+        self.timeout_s = parse_seconds("the model timeout", timeout_s, default=DEFAULT_TIMEOUT_S,
+                                       where="the classifier's settings")
+
+    def __call__(self, question: str, intents: Sequence[str]) -> ModelAnswer:
+        started = time.perf_counter()
+        try:
+            with ModelLoop() as loop:
+                raw = loop.run(self._ask(question, intents))
+            return ModelAnswer(raw=clip(raw, MAX_RAW_CHARS) if raw is not None else "", latency_ms=_ms(started))
+        except (TimeoutError, openai.APITimeoutError):
+            return ModelAnswer(raw=None, latency_ms=_ms(started), timed_out=True,
+                               error=f"no complete answer within the {self.timeout_s:g} s deadline")
+        except Exception as e:
+            return ModelAnswer(raw=None, latency_ms=_ms(started), error=_describe(e))
+
+    async def _ask(self, question: str, intents: Sequence[str]) -> str | None:
+        async with async_client(api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s,
+                                max_bytes=MAX_ANSWER_BYTES) as client, asyncio.timeout(self.timeout_s):
+            response = await client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "system", "content": SYSTEM_PROMPT.format(intents=", ".join(intents))},
+                          {"role": "user", "content": model_text(question)}],
+                temperature=0,
+                max_tokens=5,
+            )
+            return response.choices[0].message.content if response.choices else None
+
+
+def _describe(e: Exception) -> str:
+    too_large = cause(e, AnswerTooLarge)
+    if too_large is not None:
+        return str(too_large)
+    if isinstance(e, openai.APIStatusError):
+        return f"HTTP {e.status_code}"
+    if isinstance(e, openai.APIError):
+        return clip(f"{type(e).__name__}: {e}", MAX_ERROR_CHARS)
+    # an answer the SDK cannot read as a chat completion (HTML, plain text)
+    return f"the endpoint's answer is not a chat completion ({type(e).__name__})"
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def classifier_for(settings: ModelSettings) -> OpenAIClassifier | None:
+    """A classifier when the settings configure a model, else None (routing falls back).
+    Refused settings raise InputError, configured model or not."""
+    settings.check()
+    if not settings.configured:
+        return None
+    return OpenAIClassifier(api_key=settings.api_key, base_url=settings.base_url, model=settings.model,
+                            timeout_s=settings.timeout_s)
+
+
+def classifier_from_env(env: Mapping[str, str] | None = None) -> OpenAIClassifier | None:
+    """`classifier_for` the settings in the environment (`env`, or the process's own)."""
+    return classifier_for(model_settings(env))
