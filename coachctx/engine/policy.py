@@ -4,19 +4,17 @@ referral terms.
 Reading a file (`read_policy_text`), parsing YAML safely (`policy_loading.parse_yaml`) and validating
 (`validate_policy`) are separate steps; `load_policy` chains them. Every failure becomes a
 `PolicyError` naming the source, the path inside the document (`intents.injury.primary[1]`)
-and the offending value, with a "did you mean" for near-miss names.
+and the offending value, with a "did you mean" for near-miss names. The canonical forms
+(`policy_digest`, `policy_to_yaml`) are in `policy_canonical`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -29,9 +27,10 @@ from pydantic import (
 )
 
 from coachctx.engine.fragments import FRAGMENT_NAMES
+from coachctx.engine.policy_canonical import policy_digest as policy_digest  # re-exported
+from coachctx.engine.policy_canonical import policy_to_yaml as policy_to_yaml  # re-exported
 from coachctx.engine.policy_loading import (
     MAX_POLICY_BYTES,
-    YAML_DUMPER,
     describe_error,
     parse_yaml,
 )
@@ -328,22 +327,6 @@ def _term_work(term: str, language: str) -> int:
     return keys * max(1, len(words) * (len(words) + 1) // 2)
 
 
-_LATER_SECTIONS: Final = ("fragment_terms", "referral_terms")
-"""Sections added after policies were first written and stored: left out while empty."""
-
-
-def policy_digest(policy: Policy) -> str:
-    """A short content hash: equal policies have equal digests whatever their YAML layout."""
-    data = policy.model_dump(mode="json")
-    if data.get("unmatched") is None:  # a policy written before the section existed keeps its digest
-        data.pop("unmatched", None)
-    for section in _LATER_SECTIONS:  # nor does one written before these sections existed
-        if not data.get(section):
-            data.pop(section, None)
-    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
-
-
 def read_policy_text(path: str | Path) -> str:
     """The file's text: a regular file of at most `MAX_POLICY_BYTES`, strict UTF-8."""
     try:
@@ -381,24 +364,3 @@ def load_policy(path: str | Path | None = None) -> Policy:
     except ReadError as e:
         raise PolicyError(e.source, [(e.where, e.problem)]) from e
     return parse_policy(read_policy_text(p), str(p))
-
-
-def policy_to_yaml(policy: Policy) -> str:
-    """The policy as YAML a coach can read; `parse_policy` of it gives an equal policy."""
-    return policy.derived("yaml", _to_yaml)
-
-
-def _to_yaml(policy: Policy) -> str:
-    data = policy.model_dump(mode="json", exclude_defaults=False)
-    if data.get("unmatched") is None:
-        data.pop("unmatched", None)
-    for section in _LATER_SECTIONS:
-        if not data.get(section):
-            data.pop(section, None)
-    for scope in data.get("scopes", {}).values():
-        for m in scope.get("modifiers", []):
-            if m.get("intents") is None:
-                m.pop("intents", None)
-    return yaml.dump(data, Dumper=YAML_DUMPER, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
-
-

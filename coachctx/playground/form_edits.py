@@ -15,7 +15,7 @@ from typing import Any, Final
 import pandas as pd
 import yaml
 
-from coachctx.engine.policy import YAML_DUMPER, parse_yaml
+from coachctx.engine.policy_loading import YAML_DUMPER, parse_yaml
 from coachctx.errors import InputError, PolicyError
 from coachctx.playground.policy_text import _show
 from coachctx.playground.words import _and, fragment_title
