@@ -1,7 +1,7 @@
 """The rules learn from a miss, in a real browser: a coach labels a question the rules routed
 wrong, sees the suggestion it produces with its evidence, applies it to the draft, checks the
 impact on the labelled question and saves a version. The server and the browser are
-tests/test_browser.py's fixtures (a store of the server's own, headless Chromium)."""
+tests/playground/test_browser.py's fixtures (a store of the server's own, headless Chromium)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Streamlit playground under AppTest (no browser), plus the plain helpers it uses.
 
-The Versions and Impact tabs have their own file, tests/test_app_versions.py.
+The Versions and Impact tabs have their own file, tests/playground/test_app_versions.py.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from coachctx.model import model_settings
 from coachctx.tools.policy_diff import diff_policies
 from coachctx.tools.trace import MAX_TRACE_BYTES, make_trace
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 ATHLETES = ("maya", "kenji", "lucia", "omar", "ines", "tom", "priya")
 READINESS = {"readiness_training", "readiness_injury"}
 
@@ -278,7 +278,7 @@ def comment_lines(text: str) -> list[str]:
     return [line[line.index("#"):] for line in text.splitlines() if "#" in line]
 
 
-CHECKED_IN_TEXT = (Path(__file__).resolve().parents[1] / "policy" / "default.yaml").read_text(encoding="utf-8")
+CHECKED_IN_TEXT = (Path(__file__).resolve().parents[2] / "policy" / "default.yaml").read_text(encoding="utf-8")
 
 
 class TestEditorFeedback:

@@ -25,7 +25,7 @@ from coachctx.tools.policy_diff import diff_policies
 from coachctx.tools.store import PolicyStore
 from coachctx.tools.trace import parse_trace, replay
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 CHECKED_IN = ROOT / "policy" / "default.yaml"
 NO_LABEL = "(no label)"

@@ -31,7 +31,7 @@ from coachctx.model import SETTING_KEYS
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
 CHROMIUM = os.environ.get("COACHCTX_CHROMIUM", "/usr/bin/chromium")  # Debian's package
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
