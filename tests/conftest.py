@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import settings
 
 from coachctx.engine.policy import Policy, load_policy
 from coachctx.engine.services import Bundle, FixtureUpstream, fetch_bundle
 from coachctx.model import SETTING_KEYS
-
-ROOT = Path(__file__).resolve().parents[1]
-DEV_QUESTIONS = ROOT / "tests" / "data" / "questions" / "dev.yaml"
-DECISION_SCHEMA = ROOT / "schemas" / "decision.schema.json"
 
 # The suite draws the same examples on every run, so `make test` (and CI) cannot fail on a draw
 # nobody has seen; `make fuzz` draws fresh ones (a failure prints the example and its blob).

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from conftest import DEV_QUESTIONS
+from repo_paths import DEV_QUESTIONS
 
 from coachctx.engine.fragments import ServiceName
 from coachctx.engine.policy import Policy, validate_policy

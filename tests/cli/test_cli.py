@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DECISION_SCHEMA, ROOT
 from engine_support import PAIN, derive_policy
 from jsonschema import Draft202012Validator
+from repo_paths import DECISION_SCHEMA, ROOT
 
 from coachctx.cli import main
 from coachctx.engine.pipeline import select

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from openai_server import ChatBehaviour, ChatServer
+from repo_paths import ROOT
 
 import coachctx
 from coachctx.cli import main

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEV_QUESTIONS, ROOT
+from repo_paths import DEV_QUESTIONS, ROOT
 
 from coachctx.cli import main
 from coachctx.engine.policy import load_policy, parse_policy

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import ROOT
 from openai_server import ChatBehaviour, ChatServer
+from repo_paths import ROOT
 
 from coachctx.cli import main
 from coachctx.engine.decision import ROUTE_CONFIDENCE, Decision

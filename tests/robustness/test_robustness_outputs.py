@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
 from openai_server import ChatBehaviour, ChatServer
+from repo_paths import ROOT
 
 from coachctx.cli import main
 from coachctx.engine.pipeline import select
