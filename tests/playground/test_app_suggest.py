@@ -1,6 +1,6 @@
 """The label → suggestion → apply → impact → save loop of the playground, under AppTest.
 
-Each test has its own policy store (a SQLite file under tmp_path, named by COACHCTX_STORE); the
+Each test has its own policy store (conftest.py's `store_url`, a SQLite file under tmp_path); the
 test opens the same file with `PolicyStore` to see what the page stored, as the CLI would.
 """
 
@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_app_versions
-from app_support import _clear_streamlit_caches, open_tab  # noqa: F401  (autouse fixture)
+from app_support import CHECKED_IN, new_app, ok, open_tab
 from streamlit.testing.v1 import AppTest
-from test_app_versions import APP, CHECKED_IN
 
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import load_policy, parse_policy, read_policy_text
@@ -25,18 +23,12 @@ from coachctx.tools.store import PolicyStore, QuestionLabel
 from coachctx.tools.suggest import Edit, apply_edits
 from coachctx.tools.trace import make_trace
 
-store_url = test_app_versions.store_url  # the fixture: each test's own store, named by COACHCTX_STORE
 GLUTE = "glute medius niggle again after the long run"
 """Routed to training by a coin flip (training 2, injury 1.5): a coach says injury."""
 
 
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.stack_trace for e in at.exception]
-    return at
-
-
 def started(question: str = GLUTE) -> AppTest:
-    at = ok(AppTest.from_file(APP, default_timeout=90).run())
+    at = ok(new_app(timeout=90).run())
     return ok(at.text_input(key="question").input(question).run())
 
 

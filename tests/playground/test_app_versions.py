@@ -1,93 +1,83 @@
-"""The playground's Versions and Impact tabs and the lint beside the editor, under AppTest.
+"""The playground's Versions tab under AppTest: save, load, revert and diff versions in the policy
+store, and a stale save refused without losing the draft.
 
-Each test has its own policy store: a SQLite file under tmp_path, named by COACHCTX_STORE.
-"Another coach" is a `PolicyStore` opened on the same file by the test, as a second app
-instance or the CLI would.
-"""
+Each test has its own policy store (conftest.py's `store_url`). "Another coach" is a `PolicyStore`
+opened on the same file by the test, as a second app instance or the CLI would."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
 import pytest
-import yaml
-from app_support import _clear_streamlit_caches, open_tab  # noqa: F401  (autouse fixture)
+from app_support import (
+    CHECKED_IN,
+    NO_LABEL,
+    decision,
+    draft_with,
+    frame_with,
+    injury_readiness_for_training,
+    ok,
+    open_tab,
+    recovery_for_training,
+    save,
+    started,
+    texts,
+)
 from streamlit.testing.v1 import AppTest
 
 from coachctx import playground as pg
 from coachctx.engine.pipeline import select
-from coachctx.engine.policy import load_policy, parse_policy, policy_to_yaml, read_policy_text
+from coachctx.engine.policy import load_policy, parse_policy, read_policy_text
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
-from coachctx.errors import InputError
 from coachctx.tools.policy_diff import diff_policies
 from coachctx.tools.store import PolicyStore
 from coachctx.tools.trace import parse_trace, replay
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "app.py")
-CHECKED_IN = ROOT / "policy" / "default.yaml"
-NO_LABEL = "(no label)"
+
+def impact_of_the_draft_against_live(at: AppTest) -> None:
+    """On the Impact tab: which logged questions the draft changes, and how, against live."""
+    open_tab(at, "Impact")
+    assert at.selectbox(key="impact_candidate").value == "@draft"
+    at.selectbox(key="impact_base").set_value("label:live")
+    ok(at.button(key="impact_run").click().run())
+    report = at.session_state["impact_result"]["report"]
+    assert 300 <= len(report.rows) <= 500
+    assert report.summary()["selection_changed"] > 0 and report.summary()["intent_changed"] == 0
+    table = frame_with(at, "question", "base_selected", "candidate_selected", "changes")
+    assert len(table) == report.summary()["changed"]  # "show changed only" is on by default
+    gained = table[table["changes"].str.contains(r"\+readiness_recovery")]
+    assert len(gained) > 0
+    assert all("readiness_recovery" in s for s in gained["candidate_selected"])
+    assert not any("readiness_recovery" in s for s in gained["base_selected"])
+    metrics = frame_with(at, "measure", "base", "candidate", "change").set_index("measure")
+    assert metrics.loc["route accuracy", "change"] == "same"
+    assert "%" in metrics.loc["needs recall", "base"]
+    assert "tokens" in metrics.loc["prompt tokens, total", "change"] or \
+        metrics.loc["prompt tokens, total", "change"].startswith("+")
+    at.toggle(key="impact_changed_only").set_value(False).run()
+    assert len(frame_with(at, "question", "changes")) == len(report.rows)
 
 
+def the_edit_saved_as_version_2_on_live(at: AppTest, store_url: str) -> None:
+    save(at, "training may see last night's recovery", label="live")
+    with PolicyStore(store_url) as store:
+        assert store.labels()["live"].version == 2
+        v2 = store.get(2)
+        assert v2.parent == 1 and v2.author == "ana"
+        assert parse_policy(v2.yaml).digest == parse_policy(draft_with(recovery_for_training)).digest
+    assert decision(at)["policy"]["version"] == "2"
+    history = frame_with(at, "version", "labels", "author", "message", "digest", "parent")
+    assert list(history["version"]) == [2, 1] and history.iloc[0]["labels"] == "live"
 
 
-@pytest.fixture
-def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    url = f"sqlite:///{tmp_path}/s.sqlite"
-    monkeypatch.setenv("COACHCTX_STORE", url)
-    monkeypatch.delenv("COACHCTX_AUTHOR", raising=False)
-    return url
-
-
-def started(tab: str | None = None) -> AppTest:
-    """The page after its first run, with `tab` open (only the open tab is laid out)."""
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    assert not at.exception, [e.stack_trace for e in at.exception]
-    return at if tab is None else open_tab(at, tab)
-
-
-def decision(at: AppTest) -> dict[str, Any]:
-    value: dict[str, Any] = at.session_state["decision"]
-    return value
-
-
-def draft_with(change: Callable[[dict[str, Any]], None]) -> str:
-    data = yaml.safe_load(policy_to_yaml(load_policy()))
-    change(data)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-
-
-def recovery_for_training(data: dict[str, Any]) -> None:
-    """The rule a coach edits: training may see last night's recovery (it was excluded)."""
-    data["intents"]["training"]["exclude"].remove("readiness_recovery")
-    data["intents"]["training"]["secondary"].append("readiness_recovery")
-
-
-def injury_readiness_for_training(data: dict[str, Any]) -> None:
-    data["intents"]["training"]["exclude"].remove("readiness_injury")
-    data["intents"]["training"]["secondary"].append("readiness_injury")
-
-
-def save(at: AppTest, message: str, *, label: str, author: str = "ana") -> None:
-    open_tab(at, "Versions")
-    at.text_input(key="author").input(author)
-    at.text_input(key="save_message").input(message)
-    at.selectbox(key="save_label").set_value(label)
-    at.button(key="save_version").click().run()
-    assert not at.exception, [e.stack_trace for e in at.exception]
-
-
-def frame_with(at: AppTest, *columns: str) -> Any:
-    for df in at.dataframe:
-        if set(columns) <= set(df.value.columns):
-            return df.value
-    raise AssertionError(f"no table with columns {columns} on the page")
-
-
-def texts(elements: Any) -> list[str]:
-    return [str(e.value) for e in elements]
+def live_reverted_to_version_1(at: AppTest, store_url: str) -> None:
+    """Live back to where it pointed before its last move; nothing is deleted."""
+    assert at.button(key="revert_go").label == "Revert live to version 1"
+    ok(at.button(key="revert_go").click().run())
+    with PolicyStore(store_url) as store:
+        assert store.labels()["live"].version == 1
+        assert [(m.kind, m.previous, m.version) for m in store.label_log("live")] == \
+            [("label", 2, 1), ("save", 1, 2), ("save", None, 1)]
+        assert [v.number for v in store.history()] == [2, 1]  # a revert deletes nothing
+    assert any("live now points at version 1" in s for s in texts(at.success))
 
 
 class TestDoneWhen:
@@ -106,50 +96,9 @@ class TestDoneWhen:
         assert decision(at)["policy"]["version"] is None
         assert decision(at)["policy"]["source"] == "playground draft, edited from store:v1"
 
-        # which logged questions would change, and how: live against the draft
-        open_tab(at, "Impact")
-        assert at.selectbox(key="impact_candidate").value == "@draft"
-        at.selectbox(key="impact_base").set_value("label:live")
-        at.button(key="impact_run").click().run()
-        assert not at.exception, [e.stack_trace for e in at.exception]
-        report = at.session_state["impact_result"]["report"]
-        assert 300 <= len(report.rows) <= 500
-        assert report.summary()["selection_changed"] > 0 and report.summary()["intent_changed"] == 0
-        table = frame_with(at, "question", "base_selected", "candidate_selected", "changes")
-        assert len(table) == report.summary()["changed"]  # "show changed only" is on by default
-        gained = table[table["changes"].str.contains(r"\+readiness_recovery")]
-        assert len(gained) > 0
-        assert all("readiness_recovery" in s for s in gained["candidate_selected"])
-        assert not any("readiness_recovery" in s for s in gained["base_selected"])
-        metrics = frame_with(at, "measure", "base", "candidate", "change").set_index("measure")
-        assert metrics.loc["route accuracy", "change"] == "same"
-        assert "%" in metrics.loc["needs recall", "base"]
-        assert "tokens" in metrics.loc["prompt tokens, total", "change"] or \
-            metrics.loc["prompt tokens, total", "change"].startswith("+")
-        at.toggle(key="impact_changed_only").set_value(False).run()
-        assert len(frame_with(at, "question", "changes")) == len(report.rows)
-
-        # save the edit as version 2 on live
-        save(at, "training may see last night's recovery", label="live")
-        with PolicyStore(store_url) as store:
-            assert store.labels()["live"].version == 2
-            v2 = store.get(2)
-            assert v2.parent == 1 and v2.author == "ana"
-            assert parse_policy(v2.yaml).digest == parse_policy(draft_with(recovery_for_training)).digest
-        assert decision(at)["policy"]["version"] == "2"
-        history = frame_with(at, "version", "labels", "author", "message", "digest", "parent")
-        assert list(history["version"]) == [2, 1] and history.iloc[0]["labels"] == "live"
-
-        # revert: live back to where it pointed before its last move
-        assert at.button(key="revert_go").label == "Revert live to version 1"
-        at.button(key="revert_go").click().run()
-        assert not at.exception
-        with PolicyStore(store_url) as store:
-            assert store.labels()["live"].version == 1
-            assert [(m.kind, m.previous, m.version) for m in store.label_log("live")] == \
-                [("label", 2, 1), ("save", 1, 2), ("save", None, 1)]
-            assert [v.number for v in store.history()] == [2, 1]  # a revert deletes nothing
-        assert any("live now points at version 1" in s for s in texts(at.success))
+        impact_of_the_draft_against_live(at)
+        the_edit_saved_as_version_2_on_live(at, store_url)
+        live_reverted_to_version_1(at, store_url)
         # the page still decides with the draft (version 2) until the coach uses version 1 here
         assert decision(at)["policy"]["version"] == "2"
         at.button(key="use_moved").click().run()
@@ -295,62 +244,9 @@ class TestVersions:
         assert any("policy store cannot be used" in e for e in texts(at.error))
 
 
-class TestLint:
-    def test_an_exclude_that_drops_a_shared_signal_is_flagged_beside_the_editor(self, store_url: str) -> None:
-        at = started("Policy editor")
-        assert any("Lint: no findings" in c for c in texts(at.caption))
-        at.text_area(key="policy_yaml").set_value(
-            draft_with(lambda d: d["vocabulary"]["training"]["en"].update(pain=1.0))).run()
-        assert not at.exception
-        conflict = [e for e in texts(at.warning) if "exclude-conflict" in e]
-        assert conflict and "readiness_injury" in conflict[0] and "'pain'" in conflict[0]
-        assert conflict[0].startswith("**Warning")
-        assert any("shared-term" in w and w.startswith("**Warning") for w in texts(at.warning))
-        assert decision(at)["policy"]["digest"] != load_policy().digest  # still a valid draft, in use
+class TestVersionHelpers:
+    """What the tab shows about versions, called directly."""
 
-
-class TestImpactUploads:
-    @pytest.mark.parametrize(("name", "data", "says"), [
-        ("log.csv", b"when,who\n1,2\n", "no `question` (or `q`) column"),
-        ("log.jsonl", b"{not json\n[1, 2]\n", "no questions found (row 1: not valid JSON"),
-        ("dev.yaml", b"thresholds: {margin: 1}\n", "expected a list of questions"),
-    ])
-    def test_a_bad_file_gets_a_clear_message(self, store_url: str, name: str, data: bytes, says: str) -> None:
-        at = started("Impact")
-        draft = at.session_state["policy_yaml"]
-        at.radio(key="impact_source").set_value("upload").run()
-        at.file_uploader(key="impact_upload").set_value((name, data, "application/octet-stream")).run()
-        assert not at.exception, [e.stack_trace for e in at.exception]
-        refused = [e for e in texts(at.error) if e.startswith(f"Cannot use {name}")]
-        assert refused and says in refused[0], texts(at.error)
-        assert "impact_result" not in at.session_state
-        assert at.session_state["policy_yaml"] == draft
-
-    def test_a_labelled_yaml_upload_runs(self, store_url: str) -> None:
-        questions = {"questions": [
-            {"q": "Should I train through this pain?", "intents": ["training", "injury"],
-             "needs": ["readiness_training", "readiness_injury"]},
-            {"q": "How much protein per day?", "intents": ["nutrition"], "needs": ["readiness_nutrition"]},
-        ]}
-        at = started("Policy editor")
-        at.text_area(key="policy_yaml").set_value(
-            draft_with(lambda d: d["intents"]["nutrition"]["primary"].remove("readiness_nutrition"))).run()
-        open_tab(at, "Impact")
-        at.radio(key="impact_source").set_value("upload").run()
-        at.file_uploader(key="impact_upload").set_value(
-            ("dev.yaml", yaml.safe_dump(questions).encode(), "application/x-yaml")).run()
-        at.selectbox(key="impact_base").set_value("@checked-in")
-        at.button(key="impact_run").click().run()
-        assert not at.exception
-        report = at.session_state["impact_result"]["report"]
-        assert report.summary()["questions"] == 2 and report.summary()["changed"] == 1
-        # nutrition no longer asks for its own readiness line, so the protein question loses it
-        assert report.candidate_metrics.needs_recall < report.base_metrics.needs_recall
-        confusion = frame_with(at, "training", "injury", "general")
-        assert confusion.shape == (6, 7)
-
-
-class TestHelpers:
     def test_diff_frame_and_markdown_speak_in_the_policy_s_terms(self) -> None:
         before = load_policy()
         after = parse_policy(draft_with(injury_readiness_for_training))
@@ -380,29 +276,3 @@ class TestHelpers:
                                                       "your unsaved draft, edited from version 1")
         assert pg.policy_origin(digest, checked_in_digest=digest, checked_in_source="policy/default.yaml",
                                 versions=[], labels={}, base=None).source == "policy/default.yaml"
-
-    def test_upload_limits(self) -> None:
-        with pytest.raises(InputError, match=r"^big\.jsonl is 5,242,881 bytes; a question set may be at most "
-                                             r"5,242,880 bytes \(5 MB\)$"):
-            pg.parse_question_upload(b" " * (pg.MAX_QUESTIONS_UPLOAD_BYTES + 1), "big.jsonl")
-        with pytest.raises(InputError, match=r"^l\.csv: not UTF-8 text"):
-            pg.parse_question_upload(b"question\n\xff\n", "l.csv")
-        with pytest.raises(InputError, match=r"^deep\.yaml: not valid YAML \(YAML error: nested deeper than 24 levels"):
-            pg.parse_question_upload(b"[" * 100_000, "deep.yaml")
-        with pytest.raises(InputError, match=r"^log\.txt: unknown question set format '\.txt'"):
-            pg.parse_question_upload(b"question\nhello\n", "log.txt")
-        parsed = pg.parse_question_upload(b"question,athlete,tier\nhow hard today?,omar,free\n", "log.csv")
-        assert [(q.question, q.athlete, q.tier) for q in parsed.questions] == [("how hard today?", "omar", "free")]
-
-    def test_the_sample_log_is_what_its_generator_writes(self, tmp_path: Path) -> None:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("make_log", ROOT / "sample_logs" / "make_log.py")
-        assert spec is not None and spec.loader is not None
-        make_log = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(make_log)
-        if not make_log.DEV.is_file():
-            pytest.skip(f"{make_log.DEV} is not here to regenerate from")
-        out = tmp_path / "questions.jsonl"
-        assert make_log.main(["--out", str(out)]) == 0
-        assert out.read_bytes() == (ROOT / "sample_logs" / "questions.jsonl").read_bytes()

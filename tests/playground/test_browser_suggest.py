@@ -1,14 +1,15 @@
 """The rules learn from a miss, in a real browser: a coach labels a question the rules routed
 wrong, sees the suggestion it produces with its evidence, applies it to the draft, checks the
-impact on the labelled question and saves a version. The server and the browser are
-tests/playground/test_browser.py's fixtures (a store of the server's own, headless Chromium)."""
+impact on the labelled question and saves a version. The server and the browser are this
+folder's conftest.py fixtures (a store of the server's own, headless Chromium)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from test_browser import UI_TIMEOUT_MS, browser, server  # noqa: F401  (fixtures)
+from browser_support import QUESTION, UI_TIMEOUT_MS, no_exception, opened
+from browser_support import wait_for_script as wait_for_rerun
 
 pytestmark = pytest.mark.browser
 GLUTE = "glute medius niggle again after the long run"
@@ -18,7 +19,7 @@ loaded two-core machine a rerun has taken over 30 s."""
 
 
 def wait_for_script(page: Any) -> None:
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=SETTLE_MS)
+    wait_for_rerun(page, SETTLE_MS)
 
 
 def pick(page: Any, combobox: Any, option: str) -> None:
@@ -37,15 +38,11 @@ def pick(page: Any, combobox: Any, option: str) -> None:
     raise AssertionError(f"the option {option!r} never showed")
 
 
-def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: Any, server: str) -> None:  # noqa: F811
+def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: Any, server: str) -> None:
     from playwright.sync_api import expect
 
-    context = browser.new_context(viewport={"width": 1400, "height": 2400})
-    page = context.new_page()
-    try:
-        page.goto(server)
-        wait_for_script(page)
-        question = page.get_by_label("The athlete's question")
+    with opened(browser, server, 1400, 2400, settle_ms=SETTLE_MS) as page:
+        question = page.get_by_label(QUESTION)
         question.fill(GLUTE)
         question.press("Enter")
         wait_for_script(page)
@@ -93,6 +90,4 @@ def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: An
 
         page.get_by_role("tab", name="Decision").click()
         expect(page.get_by_text("This should be… (routed to injury")).to_be_visible(timeout=SETTLE_MS)
-        expect(page.get_by_test_id("stException")).to_have_count(0)
-    finally:
-        context.close()
+        no_exception(page)
