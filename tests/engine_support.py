@@ -11,17 +11,25 @@ import yaml
 from repo_paths import DEV_QUESTIONS
 
 from coachctx.engine.fragments import ServiceName
+from coachctx.engine.plan import Plan
 from coachctx.engine.policy import Policy, validate_policy
 from coachctx.engine.routing import ModelAnswer
 from coachctx.engine.services import FixtureUpstream, Response
 
 PAIN = "Should I train through this pain?"
+TRAINING_PRIMARY = ["readiness_training", "baseline_aerobic", "training_block"]
+INJURY_PRIMARY = ["readiness_injury", "baseline_mobility", "baseline_strength"]
 
 
 def dev_rows() -> list[dict[str, Any]]:
     rows = yaml.safe_load(DEV_QUESTIONS.read_text(encoding="utf-8"))["questions"]
     assert rows, f"{DEV_QUESTIONS} has no questions"
     return list(rows)
+
+
+def codes(plan: Plan, name: str) -> list[str]:
+    """The reason codes a plan records for one fragment, in order."""
+    return list(plan[name].codes)
 
 
 # --- upstreams -------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The selection stages, each called directly: policy lookup, scope modifiers, availability, budget,
-audit and the prompt."""
+"""The stages after lookup and the scope, each called directly: availability, the budget, the audit
+and the prompt. (Lookup and the scope modifiers have files of their own.)"""
 
 from __future__ import annotations
 
@@ -8,14 +8,21 @@ import re
 from typing import Any
 
 import pytest
-from engine_support import MINI_VOCABULARY, PAIN, StubClassifier, derive_policy, dev_rows, with_vocabulary
+from engine_support import (
+    INJURY_PRIMARY,
+    MINI_VOCABULARY,
+    PAIN,
+    StubClassifier,
+    codes,
+    dev_rows,
+    with_vocabulary,
+)
 
 from coachctx.engine.audit import audit
 from coachctx.engine.availability import MAX_LINE_CHARS, DropUnavailable, facts, one_line
 from coachctx.engine.budget import SpendBudget
 from coachctx.engine.fragments import FRAGMENT_NAMES, FRAGMENTS
 from coachctx.engine.lookup import evidence_of, lookup
-from coachctx.engine.modifiers import ApplyScope
 from coachctx.engine.pipeline import select
 from coachctx.engine.plan import FragmentState, Plan, Reason
 from coachctx.engine.policy import INTENTS, Policy
@@ -23,251 +30,6 @@ from coachctx.engine.prompt import CONTEXT_HEADER, build_naive_prompt, build_pro
 from coachctx.engine.routing import route
 from coachctx.engine.services import Bundle
 from coachctx.engine.token_count import count_messages, count_tokens
-
-TRAINING_PRIMARY = ["readiness_training", "baseline_aerobic", "training_block"]
-INJURY_PRIMARY = ["readiness_injury", "baseline_mobility", "baseline_strength"]
-
-
-def _codes(plan: Plan, name: str) -> list[str]:
-    return list(plan[name].codes)
-
-
-class TestLookup:
-    def test_certain_routing_applies_the_intent_as_written(self, policy: Policy) -> None:
-        plan = lookup(policy, "training", ["training"])
-        assert plan.selected == [*TRAINING_PRIMARY, "conditions_today", "athlete_profile"]
-        assert [s.role for s in plan.fragments[:5]] == ["primary"] * 3 + ["secondary"] * 2
-        assert plan["readiness_injury"].status == "withheld"
-        assert plan["readiness_injury"].reasons == (Reason("excluded", "the training intent excludes it"),)
-        assert plan["readiness_recovery"].reasons == (Reason("excluded", "the training intent excludes it"),)
-        assert plan["chronotype"].reasons == (
-            Reason("not_requested", "training neither asks for nor excludes it"),)
-
-    def test_every_fragment_appears_exactly_once(self, policy: Policy) -> None:
-        for intent in INTENTS:
-            plan = lookup(policy, intent, [intent, "injury"])
-            assert sorted(s.name for s in plan.fragments) == sorted(FRAGMENT_NAMES)
-
-    def test_uncertain_routing_takes_the_union_of_primaries_and_softens_excludes(self, policy: Policy) -> None:
-        plan = lookup(policy, "training", ["training", "injury"])
-        assert [s.name for s in plan.fragments if s.role == "primary"] == TRAINING_PRIMARY + INJURY_PRIMARY
-        assert [s.name for s in plan.fragments if s.role == "secondary"] == ["conditions_today", "athlete_profile"]
-        assert plan["readiness_injury"].status == "selected"
-        assert plan["readiness_injury"].reasons == (Reason(
-            "kept_despite_exclude",
-            "training excludes it, but routing is uncertain and injury needs it as primary"),)
-        assert _codes(plan, "readiness_training") == ["kept_despite_exclude"]
-        assert "and training needs it as primary" in plan["readiness_training"].reasons[0].detail
-
-    def test_an_exclude_still_applies_when_no_contender_asks_for_the_fragment(self, policy: Policy) -> None:
-        plan = lookup(policy, "training", ["training", "injury"])
-        assert plan["readiness_nutrition"].reasons == (Reason(
-            "excluded", "injury excludes it and no contender (training and injury) asks for it"),)
-        assert plan["chronotype"].reasons == (
-            Reason("not_requested", "training and injury neither asks for nor excludes it"),)
-
-    def test_the_routed_intent_leads_the_prompt_order(self, policy: Policy) -> None:
-        plan = lookup(policy, "injury", ["training", "injury"])
-        assert plan.selected[:6] == INJURY_PRIMARY + TRAINING_PRIMARY
-
-    def test_soften_excludes_false_reproduces_the_original(self, policy: Policy) -> None:
-        original = lookup(policy, "training", ["training", "injury"], soften_excludes=False)
-        assert original == lookup(policy, "training", ["training"])
-        assert "readiness_injury" not in original.selected
-        assert _codes(original, "readiness_injury") == ["excluded"]
-        assert _codes(original, "baseline_mobility") == ["not_requested"]
-
-    def test_evidence_primaries_are_spent_first_but_budgeted_without_pain(self, policy: Policy) -> None:
-        evidence = {"injury": [("sore", 1.0)], "recovery": [("tired", 1.0)], "training": [("race", 0.5)]}
-        plan = lookup(policy, "injury", ["injury"], evidence=evidence)
-        for name in ("readiness_recovery", "readiness_training"):
-            assert (plan[name].role, plan[name].codes[0]) == ("secondary", "evidence_in_question"), name
-        # on the free tier's 50 tokens the first evidence line (recovery scored more) takes them all
-        spent = SpendBudget(50, {s.name: 45 for s in plan.fragments})(plan)
-        assert "readiness_recovery" in spent.selected and "readiness_training" not in spent.selected
-
-    def test_with_pain_evidence_primaries_are_primaries_the_budget_cannot_cut(self, policy: Policy) -> None:
-        # the shape of 疲労骨折 に向け ("stress fracture", "toward"): fatigue inside the clinical term
-        # gave recovery more evidence than training, and the training readiness lost the free budget
-        evidence = {"injury": [("sore", 1.0)], "recovery": [("tired", 1.0)], "training": [("race", 0.5)]}
-        plan = lookup(policy, "injury", ["injury"], evidence=evidence, clinical=["sore"])
-        for name in ("readiness_recovery", "readiness_training", "training_block"):
-            assert plan[name].role == "primary", name
-            assert "the question sounds clinical, so the budget does not cut it" in plan[name].reasons[0].detail
-        spent = SpendBudget(0, {s.name: 45 for s in plan.fragments})(plan)
-        assert {"readiness_injury", "readiness_recovery", "readiness_training"} <= set(spent.selected)
-
-    def test_a_secondary_wanted_by_one_contender_is_kept_despite_another_s_exclude(self, policy: Policy) -> None:
-        plan = lookup(policy, "recovery", ["recovery", "conditions"])
-        state = plan["conditions_today"]
-        assert (state.role, state.status) == ("primary", "selected")
-        assert state.reasons[0].code == "kept_despite_exclude"
-        assert state.reasons[0].detail.startswith("recovery excludes it, but routing is uncertain and conditions")
-
-
-@pytest.fixture(scope="module")
-def scoped(policy: Policy) -> Policy:
-    """The default intents with scope modifiers written here, reason strings and all."""
-
-    def change(data: dict[str, Any]) -> None:
-        data["scopes"] = {
-            "today": {"terms": {"en": ["tonight"]}, "modifiers": [
-                {"action": "promote", "fragment": "conditions_today", "reason": "weather shapes today",
-                 "intents": ["training"]},
-                {"action": "promote", "fragment": "chronotype", "reason": "time of day matters"},
-                {"action": "promote", "fragment": "readiness_injury", "reason": "injury today"},
-            ]},
-            "week": {"terms": {"en": ["week"]}, "modifiers": [
-                {"action": "demote", "fragment": "readiness_training", "reason": "a morning says little about a week"},
-                {"action": "drop", "fragment": "conditions_today", "reason": "today's weather is not next week's"},
-                {"action": "drop", "fragment": "chronotype", "reason": "never asked anyway"},
-            ]},
-            "months": {"terms": {"en": ["season"]}, "modifiers": []},
-        }
-
-    return derive_policy(policy, change)
-
-
-def _naming(policy: Policy) -> Policy:
-    """The default intents with a vocabulary and fragment terms written by the test."""
-
-    def change(data: dict[str, Any]) -> None:
-        data["vocabulary"] = MINI_VOCABULARY
-        data["fragment_terms"] = {"baseline_strength": {"en": ["deadlift", "squat"]},
-                                  "chronotype": {"en": ["night owl"], "de": ["Nachteule"]}}
-
-    return derive_policy(policy, change)
-
-
-class TestFragmentTerms:
-    def test_a_named_fragment_is_the_first_secondary_with_the_terms_as_its_reason(self, policy: Policy) -> None:
-        p = _naming(policy)
-        plan = lookup(p, "training", ("training",), named={"baseline_strength": ["deadlift"]})
-        assert [s.name for s in plan.fragments if s.role == "secondary"][0] == "baseline_strength"
-        [reason] = plan["baseline_strength"].reasons
-        assert (reason.code, reason.detail) == (
-            "evidence_in_question", "the question names it (deadlift), so it is spent before generic secondaries")
-
-    def test_no_exclude_withholds_a_named_fragment(self, policy: Policy) -> None:
-        p = _naming(policy)
-        assert "baseline_strength" in p.intent("conditions").exclude
-        plan = lookup(p, "conditions", ("conditions",), named={"baseline_strength": ["deadlift", "squat"]})
-        assert plan["baseline_strength"].status == "selected"
-        assert _codes(plan, "baseline_strength") == ["evidence_in_question", "kept_despite_exclude"]
-        assert plan["baseline_strength"].reasons[1].detail == (
-            "conditions excludes it, but the question names it (deadlift, squat)")
-
-    def test_a_named_primary_stays_primary_and_gains_no_reason(self, policy: Policy) -> None:
-        plan = lookup(_naming(policy), "injury", ("injury",), named={"baseline_strength": ["squat"]})
-        assert plan["baseline_strength"].role == "primary"
-        assert plan["baseline_strength"].reasons == ()
-
-    def test_the_original_design_ignores_fragment_terms(self, policy: Policy) -> None:
-        p = _naming(policy)
-        assert lookup(p, "conditions", ("conditions",), soften_excludes=False,
-                      named={"baseline_strength": ["squat"]}) == lookup(p, "conditions", ("conditions",),
-                                                                          soften_excludes=False)
-
-    def test_select_finds_the_terms_in_any_language_and_spends_them_first(self, policy: Policy,
-                                                                          maya: Bundle) -> None:
-        p = _naming(policy)
-        d = select("Is the heat too much for my deadlifts outside? I am a Nachteule anyway", maya, p, budget=40)
-        by_name = {f.name: f for f in d.fragments}
-        assert d.intent.name == "conditions"
-        assert by_name["baseline_strength"].status == "selected"
-        assert by_name["chronotype"].role == "secondary"
-        later = [f for f in d.fragments if f.role == "secondary" and f.name not in ("baseline_strength", "chronotype")]
-        assert later and all(f.status == "withheld" for f in later)
-        assert by_name["baseline_strength"].reasons[0].detail.startswith("the question names it (deadlift)")
-
-    def test_a_question_no_vocabulary_term_matched_still_gets_what_it_names(self, policy: Policy,
-                                                                          maya: Bundle) -> None:
-        d = select("ugh, a night owl like me", maya, _naming(policy))
-        assert d.intent.matched_nothing
-        chrono = next(f for f in d.fragments if f.name == "chronotype")
-        assert (chrono.status, chrono.role) == ("selected", "secondary")
-        assert chrono.reasons[0].code == "evidence_in_question"
-
-
-class TestApplyScope:
-    def test_promote_makes_a_fragment_primary_with_the_policy_reason(self, scoped: Policy) -> None:
-        plan = ApplyScope(scoped, "today", ["training"])(lookup(scoped, "training", ["training"]))
-        state = plan["conditions_today"]
-        assert (state.role, state.status) == ("primary", "selected")
-        assert state.reasons == (Reason("promoted_by_scope", "scope today: weather shapes today"),)
-        assert [s.role for s in plan.fragments].index("secondary") == 5  # four primaries first, then the rest
-
-    def test_promote_of_an_unrequested_fragment_replaces_not_requested(self, scoped: Policy) -> None:
-        plan = ApplyScope(scoped, "today", ["training"])(lookup(scoped, "training", ["training"]))
-        assert plan["chronotype"].reasons == (Reason("promoted_by_scope", "scope today: time of day matters"),)
-        assert plan["chronotype"].status == "selected"
-
-    def test_promote_never_overrides_an_exclude(self, scoped: Policy) -> None:
-        stage = ApplyScope(scoped, "today", ["training"])
-        plan = stage(lookup(scoped, "training", ["training"]))
-        assert plan["readiness_injury"].status == "withheld"
-        assert _codes(plan, "readiness_injury") == ["excluded"]
-        assert plan.warnings == ("scope today promotes readiness_injury, but the routed intent excludes it; "
-                                 "the exclude wins",)
-
-    def test_modifiers_limited_to_intents_skip_other_routes(self, scoped: Policy) -> None:
-        plan = ApplyScope(scoped, "today", ["injury"])(lookup(scoped, "injury", ["injury"]))
-        assert plan["conditions_today"].role == "secondary"
-        assert "promoted_by_scope" not in _codes(plan, "conditions_today")
-
-    def test_a_contender_is_enough_for_an_intent_limited_modifier(self, scoped: Policy) -> None:
-        plan = ApplyScope(scoped, "today", ["injury", "training"])(lookup(scoped, "injury", ["injury", "training"]))
-        assert plan["conditions_today"].role == "primary"
-
-    def test_a_drop_named_for_some_intents_spares_what_another_contender_holds_as_primary(
-            self, policy: Policy) -> None:
-        def change(data: dict[str, Any]) -> None:
-            data["scopes"]["week"]["modifiers"] = [
-                {"action": "drop", "fragment": "conditions_today", "reason": "not next week's weather",
-                 "intents": ["training"]}]
-
-        p = derive_policy(policy, change)
-        contested = ["conditions", "training"]
-        plan = ApplyScope(p, "week", contested)(lookup(p, "conditions", contested))
-        assert (plan["conditions_today"].status, plan["conditions_today"].role) == ("selected", "primary")
-        alone = ApplyScope(p, "week", ["training"])(lookup(p, "training", ["training"]))
-        assert _codes(alone, "conditions_today") == ["dropped_by_scope"]
-
-    def test_demote_moves_a_primary_to_the_end_of_the_secondaries(self, scoped: Policy) -> None:
-        plan = ApplyScope(scoped, "week", ["training"])(lookup(scoped, "training", ["training"]))
-        state = plan["readiness_training"]
-        assert (state.role, state.status) == ("secondary", "selected")
-        assert state.reasons == (Reason("demoted_by_scope", "scope week: a morning says little about a week"),)
-        requested = [s.name for s in plan.fragments if s.role != "none"]
-        assert requested[-1] == "readiness_training"
-
-    def test_drop_withholds_a_requested_fragment(self, scoped: Policy) -> None:
-        plan = ApplyScope(scoped, "week", ["training"])(lookup(scoped, "training", ["training"]))
-        assert plan["conditions_today"].status == "withheld"
-        assert plan["conditions_today"].reasons == (
-            Reason("dropped_by_scope", "scope week: today's weather is not next week's"),)
-
-    def test_drop_leaves_an_unrequested_fragment_alone(self, scoped: Policy) -> None:
-        plan = ApplyScope(scoped, "week", ["training"])(lookup(scoped, "training", ["training"]))
-        assert _codes(plan, "chronotype") == ["not_requested"]
-
-    def test_no_scope_changes_nothing(self, scoped: Policy) -> None:
-        before = lookup(scoped, "training", ["training"])
-        assert ApplyScope(scoped, None, ["training"])(before) == before
-
-    def test_the_checked_in_reasons_travel_verbatim(self, policy: Policy) -> None:
-        applied = 0
-        for scope, scope_policy in policy.scopes.items():
-            for m in scope_policy.modifiers:
-                for intent in m.intents or INTENTS:
-                    plan = ApplyScope(policy, scope, [intent])(lookup(policy, intent, [intent]))
-                    details = [r.detail for r in plan[m.fragment].reasons]
-                    if f"scope {scope}: {m.reason}" in details:
-                        applied += 1
-                    else:
-                        # nothing to act on for this intent: already primary, not requested, or excluded
-                        assert not any(d.startswith(f"scope {scope}:") for d in details), (scope, m, intent)
-        assert applied >= len(policy.scopes)
 
 
 class TestAvailability:
@@ -294,13 +56,13 @@ class TestAvailability:
         stage = DropUnavailable(facts(bundles["omar"]))
         plan = stage(lookup(policy, "training", ["training"]))
         assert plan["readiness_training"].status == "withheld"
-        assert _codes(plan, "readiness_training") == ["unreachable"]
+        assert codes(plan, "readiness_training") == ["unreachable"]
         assert plan["baseline_aerobic"].status == "selected"
 
     def test_drop_unavailable_also_notes_why_an_unrequested_fragment_was_missing(
             self, policy: Policy, bundles: dict[str, Bundle]) -> None:
         plan = DropUnavailable(facts(bundles["omar"]))(lookup(policy, "training", ["training"]))
-        assert _codes(plan, "readiness_nutrition") == ["not_requested", "unreachable"]
+        assert codes(plan, "readiness_nutrition") == ["not_requested", "unreachable"]
 
     def test_drop_unavailable_keeps_everything_for_a_healthy_athlete(self, policy: Policy, maya: Bundle) -> None:
         before = lookup(policy, "training", ["training"])
@@ -436,7 +198,7 @@ class TestAudit:
         assert r.contenders == ("injury", "training")
         # ... but recovery has evidence in the question (tired), so injury's exclude cannot remove its primary
         plan = lookup(p, r.intent, r.contenders, evidence=evidence_of(r))
-        assert _codes(plan, "readiness_recovery") == ["evidence_in_question", "kept_despite_exclude"]
+        assert codes(plan, "readiness_recovery") == ["evidence_in_question", "kept_despite_exclude"]
         assert _exclude_warnings(audit(r, plan, p)) == []
 
     def test_never_fires_for_a_rules_route(self, policy: Policy) -> None:

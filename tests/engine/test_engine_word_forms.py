@@ -1,0 +1,112 @@
+"""Routing's scores when a question's word meets a term in another form: misspelt, as a part of a
+compound, or behind an Arabic clitic. Each case writes its own vocabulary, at reduced weight where
+the match is less sure, and says how it matched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from engine_support import with_vocabulary
+
+from coachctx.engine.policy import Policy
+from coachctx.engine.routing import score
+
+
+class TestTypoTolerance:
+    """A misspelt word matches a vocabulary word at reduced weight and says so."""
+
+    @pytest.fixture
+    def typo(self, policy: Policy) -> Policy:
+        return with_vocabulary(policy, {"training": {"en": {"marathon": 1.5, "interval": 1.0, "run": 1.0}},
+                                        "injury": {"en": {"hamstring": 1.0}, "ja": {"怪我": 1.5}},
+                                        "recovery": {"ko": {"회복": 1.5}}})
+
+    @pytest.mark.parametrize(("question", "intent", "term", "weight"), [
+        ("can i do the marthon sunday", "training", "marathon (fuzzy: marthon)", 1.125),   # a dropped letter
+        ("intreval session tonight", "training", "interval (fuzzy: intreval)", 0.75),      # two letters swapped
+        ("my hamstrnig is sore", "injury", "hamstring (fuzzy: hamstrnig)", 0.75),          # 9 letters
+        ("my hmastrnig is sore", "injury", "hamstring (fuzzy: hmastrnig)", 0.75),          # 2 edits from 9
+    ])
+    def test_a_misspelling_matches_at_three_quarters(self, typo: Policy, question: str, intent: str, term: str,
+                                                     weight: float) -> None:
+        s = score(question, typo)
+        assert s.matched[intent] == ((term, weight),)
+
+    @pytest.mark.parametrize("question", [
+        "the rum was nice",          # 3 letters: no tolerance
+        "can i do the xaraton",      # the first letter differs
+        "my hmastrnigg is sore",     # 3 edits
+        "marathons",                 # stems to the term: an exact match, not a fuzzy one
+    ])
+    def test_what_is_not_a_misspelling(self, typo: Policy, question: str) -> None:
+        matched = [t for terms in score(question, typo).matched.values() for t, _ in terms]
+        assert not any("fuzzy" in t for t in matched)
+
+    @pytest.mark.parametrize(("vocabulary", "question"), [
+        ({"nutrition": {"en": {"=fasted": 1.5}}}, "how do i get faster"),           # English
+        ({"nutrition": {"de": {"wiegen": 1.0}}}, "wegen dem Regen laufen?"),        # German "because of"
+        ({"conditions": {"ru": {"скользко": 1.0}}}, "сколько бегать"),             # Russian "how much"
+        ({"training": {"en": {"marathon": 1.5}}}, "el maraton"),                      # a word of its own elsewhere
+    ], ids=["en", "de", "ru", "es"])
+    def test_an_everyday_word_is_never_read_as_a_misspelling(self, policy: Policy, vocabulary: dict[str, Any],
+                                                             question: str) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).nothing_matched
+
+    def test_never_for_substring_or_prefix_scripts(self, typo: Policy) -> None:
+        assert score("怪我我", typo).matched["injury"] == (("怪我", 1.5),)
+        assert score("괴복", typo).nothing_matched  # one jamo off is not tolerated for Hangul prefixes
+        assert score("怪", typo).nothing_matched
+
+
+class TestCompounds:
+    """German, Dutch, the Nordic languages and Finnish write a compound as one word: a word the
+    vocabulary does not know is read as its parts, at reduced weight, once per intent."""
+
+    @pytest.mark.parametrize(("vocabulary", "question", "intent", "term", "weight"), [
+        ({"injury": {"de": {"Schmerzen": 1.0}}}, "Knieschmerzen seit Montag", "injury",
+         "Schmerzen (part of: knieschmerzen)", 0.75),                                   # the last part
+        ({"injury": {"no": {"skade": 1.5}}}, "hvordan unngå kneskader?", "injury",
+         "skade (part of: kneskader)", 1.125),
+        ({"training": {"nl": {"trainen": 1.0}}}, "hockeytraining buiten of binnen?", "training",
+         "trainen (part of: hockeytraining)", 0.75),
+        ({"injury": {"fi": {"polvi": 1.0}}}, "polvikipu taas", "injury", "polvi (part of: polvikipu)", 0.75),
+    ], ids=["de-head", "no-head", "nl-head", "fi-first-part"])
+    def test_a_part_of_a_compound_matches_at_three_quarters(self, policy: Policy, vocabulary: dict[str, Any],
+                                                            question: str, intent: str, term: str,
+                                                            weight: float) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).matched[intent] == ((term, weight),)
+
+    def test_one_word_counts_once_per_intent_whatever_its_parts(self, policy: Policy) -> None:
+        both = with_vocabulary(policy, {"injury": {"de": {"Knie": 0.5, "Schmerz": 1.0}, "sv": {"smärta": 1.0}}})
+        assert score("Knieschmerzen", both).matched["injury"] == (("Schmerz (part of: knieschmerzen)", 0.75),)
+
+    @pytest.mark.parametrize(("vocabulary", "question"), [
+        ({"training": {"en": {"training": 1.0}}}, "hockeytraining tonight"),  # English is not read as parts
+        ({"training": {"de": {"Ende": 1.0}}}, "am Wochenende"),             # an everyday word stays whole
+        ({"injury": {"de": {"Knie": 1.0}}}, "Knies"),                       # too short to hold two parts
+    ], ids=["not-compounding", "everyday-word", "short"])
+    def test_what_is_not_read_as_parts(self, policy: Policy, vocabulary: dict[str, Any], question: str) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).nothing_matched
+
+    def test_a_word_the_vocabulary_knows_is_not_split(self, policy: Policy) -> None:
+        whole = with_vocabulary(policy, {"training": {"de": {"Laufschuhe": 1.0, "Lauf": 1.0}}})
+        assert score("neue Laufschuhe", whole).matched["training"] == (("Laufschuhe", 1.0),)
+
+
+class TestArabicClitics:
+    """Arabic writes "and", "for", "with", "like" and "the" onto the next word."""
+
+    @pytest.mark.parametrize(("question", "term"), [
+        ("هل أنا جاهز لسباق", "سباق (part of: لسباق)"),        # for + a race
+        ("والسباق غدا", "سباق (part of: والسباق)"),            # and + the + race
+    ], ids=["li", "wa-al"])
+    def test_a_word_with_a_proclitic_meets_its_term_at_full_weight(self, policy: Policy, question: str,
+                                                                    term: str) -> None:
+        p = with_vocabulary(policy, {"training": {"ar": {"سباق": 1.0}}, "injury": {"ar": {"ركبة": 1.0}}})
+        matched = [t for terms in score(question, p).matched.values() for t in terms]
+        assert (term, 1.0) in matched
+
+    def test_the_rest_must_be_three_letters_or_more(self, policy: Policy) -> None:
+        p = with_vocabulary(policy, {"training": {"ar": {"جر": 1.0}}})
+        assert score("لجر", p).nothing_matched
