@@ -164,5 +164,9 @@ class ChatServer(ThreadingHTTPServer):
         self.server_close()
         self._thread.join(timeout=5)
 
+    def __exit__(self, *exc_info: object) -> None:
+        """`with ChatServer().start() as server:` stops it at the end, as `stop()` does."""
+        self.stop()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         return  # a client that timed out closes its socket; that is the point of the test

@@ -22,11 +22,8 @@ READINESS = ("readiness_training", "readiness_injury")
 
 @pytest.fixture(scope="module")
 def _server() -> Iterator[ChatServer]:
-    server = ChatServer().start()
-    try:
+    with ChatServer().start() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -31,11 +31,8 @@ def setting_names_named(path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ChatServer]:
-    chat = ChatServer().start()
-    try:
+    with ChatServer().start() as chat:
         yield chat
-    finally:
-        chat.stop()
 
 
 class TestOnePlace:

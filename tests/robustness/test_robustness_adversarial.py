@@ -1,4 +1,6 @@
-"""An adversarial pass over the entry points the earlier hardening missed (issue 12).
+"""An adversarial pass over the entry points the earlier hardening missed (issue 12): the
+CLI's arguments, paths, logs, store URLs and terminals. (What the library and the model settings
+are handed: test_robustness_adversarial_library.py.)
 
 Each class below was found by attacking the CLI, the library readers and the environment as an
 attacker and as a clumsy user would. The refusals failed before their fix (a traceback, a second
@@ -10,64 +12,28 @@ one line on stderr starting `coachctx: `, and nothing new on disk.
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import DEV_QUESTIONS, ROOT
+from repo_paths import DEV_QUESTIONS
+from robustness_support import PAIN, POLICY, Result, TerminalRun, files_under, terminal_cli
 
 from coachctx.cli import main
-from coachctx.engine.policy import load_policy, parse_policy
-from coachctx.errors import InputError, PolicyError, TraceError
-from coachctx.model import model_settings
-from coachctx.tools.questions import parse_questions, read_questions
+from coachctx.errors import InputError
+from coachctx.tools.questions import parse_questions
 from coachctx.tools.store import MissingStoreError, PolicyStore, StoreError, resolve_policy
 from coachctx.tools.suggest import read_labelled
-from coachctx.tools.trace import parse_trace, read_trace
 
 pytestmark = pytest.mark.timeout(20)
 
-POLICY = str(ROOT / "policy" / "default.yaml")
-PAIN = "Should I train through this pain?"
-
-
-class Result:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-    def one_line_error(self) -> str:
-        assert (self.code, self.out) == (2, ""), (self.code, self.out, self.err)
-        assert "Traceback" not in self.err
-        lines = self.err.strip().splitlines()
-        assert len(lines) == 1, self.err
-        assert lines[0].startswith("coachctx: ")
-        return lines[0]
-
 
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Result]:
+def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> TerminalRun:
     """`coachctx ARGS` in-process, run in tmp_path, with terminal-like streams in `encoding`."""
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str, encoding: str = "utf-8") -> Result:
-        out, err = io.BytesIO(), io.BytesIO()
-        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding=encoding, write_through=True))
-        monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(err, encoding=encoding, write_through=True))
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = int(e.code or 0)
-        return Result(code, out.getvalue().decode(encoding), err.getvalue().decode(encoding))
-
-    return run
-
-
-def _files(root: Path) -> set[Path]:
-    return set(root.rglob("*"))
+    return terminal_cli(monkeypatch, cwd=tmp_path)
 
 
 # --- paths and values that hold a newline or an escape sequence --------------------------------
@@ -88,10 +54,10 @@ class TestOneLine:
             "athletes-dir", "policy-save"])
     def test_a_path_with_a_newline_is_named_on_one_line(self, cli: Callable[..., Result], tmp_path: Path,
                                                         argv: list[str]) -> None:
-        before = _files(tmp_path)
+        before = files_under(tmp_path)
         line = cli(*argv).one_line_error()
         assert "\\n" in line
-        assert _files(tmp_path) == before
+        assert files_under(tmp_path) == before
 
     def test_an_escape_sequence_in_a_path_never_reaches_the_terminal(self, cli: Callable[..., Result]) -> None:
         line = cli("check-policy", "a\x1b[2Jb.yaml").one_line_error()
@@ -196,11 +162,11 @@ class TestStore:
     ], ids=["show", "diff", "label", "history-label", "explain", "impact", "suggest"])
     def test_a_read_of_a_store_that_does_not_exist_creates_nothing(self, cli: Callable[..., Result],
                                                                    tmp_path: Path, argv: list[str]) -> None:
-        before = _files(tmp_path)
+        before = files_under(tmp_path)
         line = cli(*argv, "--store", str(tmp_path / "typo.sqlite")).one_line_error()
         assert line == (f"coachctx: store {tmp_path / 'typo.sqlite'} does not exist: nothing has been saved there "
                         "yet (save a version with `coachctx policy save FILE -m MESSAGE`)")
-        assert _files(tmp_path) == before
+        assert files_under(tmp_path) == before
 
     def test_history_of_a_store_that_does_not_exist_says_so_and_creates_nothing(
             self, cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,48 +209,6 @@ class TestStore:
         assert "holds the character U+DCFF" in cli("policy", "history").one_line_error()
 
 
-# --- model settings -------------------------------------------------------------------------------
-
-
-class TestModelSettings:
-    @pytest.mark.parametrize(("env", "message"), [
-        ({"OPENAI_BASE_URL": "http://[::1"}, "OPENAI_BASE_URL='http://[::1' (from the environment) is not a usable "
-                                             "URL: Invalid IPv6 URL"),
-        ({"OPENAI_BASE_URL": "http://127.0.0.1:99999/v1"}, "is not a usable URL: Port out of range 0-65535"),
-        ({"OPENAI_BASE_URL": "ftp://127.0.0.1/"}, "is not a usable URL: expected http:// or https:// and a host"),
-        ({"OPENAI_BASE_URL": "localhost:8000"}, "is not a usable URL: expected http:// or https:// and a host"),
-        ({"OPENAI_BASE_URL": "not a url"}, "is not a usable URL: it holds a space"),
-        ({"OPENAI_BASE_URL": "http://127.0.0.1:1/\x1b[2J"}, "is not a usable URL: it holds the character U+001B"),
-        ({"OPENAI_API_KEY": "sk-secret\nX-Injected: 1"}, "OPENAI_API_KEY (from the environment) holds the character "
-                                                         "U+000A, which an HTTP header cannot carry (the key is not "
-                                                         "shown)"),
-        ({"OPENAI_API_KEY": "sk-clé"}, "holds the character U+00E9"),
-        ({"OPENAI_BASE_URL": "http://127.0.0.1:1/", "COACHCTX_MODEL_TIMEOUT": "1_0"}, "COACHCTX_MODEL_TIMEOUT='1_0'"),
-        ({"OPENAI_BASE_URL": "http://127.0.0.1:1/", "COACHCTX_MODEL_TIMEOUT": "\u0663"},
-         "COACHCTX_MODEL_TIMEOUT='\u0663'"),
-    ], ids=["bad-ipv6", "port-out-of-range", "ftp", "no-scheme", "space", "escape", "key-newline", "key-non-ascii",
-            "timeout-underscore", "timeout-arabic-indic"])
-    def test_refused_as_a_setting_before_any_work(self, cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch,
-                                                  env: dict[str, str], message: str) -> None:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        line = cli("explain", PAIN, "--athlete", "maya").one_line_error()
-        assert message in line
-        assert "secret" not in line and "clé" not in line
-
-    def test_settings_of_only_whitespace_are_unset(self) -> None:
-        s = model_settings({"OPENAI_API_KEY": " ", "OPENAI_BASE_URL": "\t", "COACHCTX_MODEL": " "})
-        assert (s.api_key, s.base_url, s.model, s.configured) == (None, None, "gpt-4o-mini", False)
-
-    @pytest.mark.parametrize("value", ["2", "2.5", ".5", " 3 ", "1e1", "600"])
-    def test_plain_decimals_are_still_taken(self, value: str) -> None:
-        assert model_settings({"COACHCTX_MODEL_TIMEOUT": value}).timeout_s == float(value)
-
-    def test_a_valid_url_and_key_are_kept(self) -> None:
-        s = model_settings({"OPENAI_BASE_URL": "https://llm.example.org:8443/v1", "OPENAI_API_KEY": "sk-abc_123"})
-        assert (s.base_url, s.api_key, s.problem) == ("https://llm.example.org:8443/v1", "sk-abc_123", None)
-
-
 # --- JSON on a terminal that cannot encode it ------------------------------------------------------
 
 
@@ -310,86 +234,6 @@ class TestJsonOnALatin1Terminal:
         r = cli("policy", "diff", POLICY, "./\U0001F9B5.yaml", "--json", encoding="latin-1")
         assert (r.code, r.err) == (0, "")
         assert json.loads(r.out)["b"] == "./\U0001F9B5.yaml"
-
-
-# --- the library: arguments of the wrong type ------------------------------------------------------
-
-
-class TestLibraryArguments:
-    @pytest.mark.parametrize("path", [None, 3, b"/etc/passwd"], ids=["none", "int", "bytes"])
-    def test_a_path_that_is_not_a_path_is_one_line(self, path: Any) -> None:
-        kind = type(path).__name__
-        if path is not None:  # None is the default policy
-            with pytest.raises(PolicyError, match=rf"^invalid policy <{kind}>: expected the path of a YAML file, "):
-                load_policy(path)
-        with pytest.raises(TraceError, match=rf"^<{kind}>: expected the path of a trace JSON file, got "):
-            read_trace(path)
-        with pytest.raises(InputError, match=rf"^<{kind}>: expected the path of a question set file, got "):
-            read_questions(path)
-        with pytest.raises(InputError, match=rf"^<{kind}>: expected the path of a labelled log, got "):
-            read_labelled(path)
-
-    @pytest.mark.parametrize("text", [None, 5, ["a"]], ids=["none", "int", "list"])
-    def test_text_that_is_not_text_is_one_line(self, text: Any) -> None:
-        kind = type(text).__name__
-        with pytest.raises(PolicyError, match=rf"^invalid policy <draft>: expected the policy's YAML text, got {kind}$"):
-            parse_policy(text)
-        with pytest.raises(TraceError, match=rf"^<trace>: expected the trace's JSON text, got {kind}$"):
-            parse_trace(text)
-        with pytest.raises(InputError, match=rf"^<questions>: expected the question set's text, got {kind}$"):
-            parse_questions(text, "jsonl")
-
-    def test_policy_bytes_are_read_as_strict_utf8(self) -> None:
-        assert parse_policy(Path(POLICY).read_bytes()) == load_policy()
-        with pytest.raises(PolicyError, match=r"^invalid policy <draft>: line 1, column 3: not UTF-8 text \(byte 2\)$"):
-            parse_policy(b"a:\xff")
-
-    def test_a_trace_with_a_byte_order_mark_reads(self, cli: Callable[..., Result], tmp_path: Path) -> None:
-        assert cli("explain", PAIN, "--athlete", "maya", "--trace-out", "t.json").code == 0
-        data = (tmp_path / "t.json").read_bytes()
-        (tmp_path / "t.json").write_bytes(b"\xef\xbb\xbf" + data)
-        assert parse_trace(b"\xef\xbb\xbf" + data).inputs["question"] == PAIN
-        assert parse_trace("\ufeff" + data.decode("utf-8")).inputs["question"] == PAIN
-        r = cli("replay", "t.json")
-        assert r.code == 0 and "exactly as recorded" in r.out
-
-
-class TestLibraryArgumentsOfTheWrongKind:
-    """`select()` refuses arguments of the wrong kind by name, and a classifier that breaks its
-    contract (answers something other than a ModelAnswer) is a model error, not a crash."""
-
-    @pytest.mark.timeout(20)
-    @pytest.mark.parametrize(("which", "message"), [
-        ("bundle", r"^bundle must be a coachctx Bundle \(fetch_bundle\), got NoneType$"),
-        ("policy", r"^policy must be a coachctx Policy \(load_policy\), got dict$"),
-        ("tier", r"^tier must be text, got list$"),
-        ("scope", r"^scope must be text, got dict$"),
-    ])
-    def test_wrong_kinds_are_refused_by_name(self, which: str, message: str) -> None:
-        from coachctx.engine.pipeline import select
-        from coachctx.engine.services import FixtureUpstream, fetch_bundle
-
-        args: dict[str, Any] = {"bundle": fetch_bundle(FixtureUpstream(), "maya"), "policy": load_policy()}
-        extra: dict[str, Any] = {}
-        if which == "bundle":
-            args["bundle"] = None
-        elif which == "policy":
-            args["policy"] = {}
-        else:
-            extra[which] = ["paid"] if which == "tier" else {}
-        with pytest.raises(InputError, match=message):
-            select("knee pain", args["bundle"], args["policy"], **extra)
-
-    @pytest.mark.timeout(20)
-    @pytest.mark.parametrize("answer", ["injury", None, 3])
-    def test_a_classifier_answering_the_wrong_kind_is_a_model_error(self, answer: Any) -> None:
-        from coachctx.engine.pipeline import select
-        from coachctx.engine.services import FixtureUpstream, fetch_bundle
-
-        d = select("hm, not sure", fetch_bundle(FixtureUpstream(), "maya"), load_policy(),
-                   classifier=lambda q, intents: answer)
-        assert d.intent.source == "fallback" and d.intent.fallback_reason == "model_error"
-        assert "not a ModelAnswer" in d.intent.reason
 
 
 @pytest.mark.timeout(20)

@@ -1,6 +1,6 @@
-"""Outputs, traces and replay (issue 12): what the CLI writes survives any text, `--trace-out`
-writes only a new or regular file and leaves nothing behind when it cannot, and a replay that
-says "exactly as recorded" means the rebuilt prompt, every fragment line and the policy all match.
+"""Outputs and traces (issue 12): what the CLI writes survives any text, and `--trace-out` writes
+only a new or regular file and leaves nothing behind when it cannot. (A replay that says "exactly
+as recorded": test_robustness_replay.py.)
 
 The CLI runs in-process with stdout and stderr as a terminal would have them: text streams over
 bytes, strict about their encoding (UTF-8 unless a test says Latin-1).
@@ -8,13 +8,11 @@ bytes, strict about their encoding (UTF-8 unless a test says Latin-1).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import socket
 import stat
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,69 +20,29 @@ from typing import Any
 import pytest
 from openai_server import ChatBehaviour, ChatServer
 from repo_paths import ROOT
+from robustness_support import Result, TerminalRun, model_threads, terminal_cli
 
-from coachctx.cli import main
-from coachctx.engine.pipeline import select
-from coachctx.engine.policy import DEFAULT_POLICY_PATH, Policy, load_policy, policy_to_yaml
-from coachctx.engine.services import FixtureUpstream, fetch_bundle
-from coachctx.tools.trace import json_text, make_trace, parse_trace, replay
+from coachctx.engine.policy import DEFAULT_POLICY_PATH
+from coachctx.tools.trace import json_text, parse_trace
 
 UNSURE = "Should I train through this pain?"
 LONE = "\udc80"
 """What a byte that is not UTF-8 becomes in a command-line argument (surrogateescape)."""
 TIMEOUT = pytest.mark.timeout(20)
 pytestmark = TIMEOUT  # every case, not only those marked one by one
-
-
-class Result:
-    def __init__(self, code: int, out: bytes, err: bytes, encoding: str) -> None:
-        self.code, self.out_bytes, self.encoding = code, out, encoding
-        self.out = out.decode(encoding)  # strict: whatever was written must be the stream's encoding
-        self.err = err.decode(encoding)
-
-    def json(self) -> Any:
-        def refuse(token: str) -> Any:
-            raise AssertionError(f"not strict JSON: {token}")
-        return json.loads(self.out, parse_constant=refuse)
-
-    def one_line_error(self) -> str:
-        assert self.code == 2 and self.out == ""
-        assert "Traceback" not in self.err
-        lines = self.err.strip().splitlines()
-        assert len(lines) == 1, self.err
-        return lines[0]
-
-
-Run = Callable[..., Result]
-_LOADED: dict[tuple[str, int], Policy] = {}
-
-
-def _cached_load_policy(path: str | Path | None = None) -> Policy:
-    """`load_policy` once per (file, mtime): parsing the policy is most of an in-process run."""
-    p = Path(path) if path is not None else DEFAULT_POLICY_PATH
-    key = (str(p.resolve()), p.stat().st_mtime_ns)
-    if key not in _LOADED:
-        _LOADED[key] = load_policy(p)
-    return _LOADED[key]
+Run = TerminalRun
 
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Run:
     """`coachctx ARGS` in-process, with terminal-like stdout/stderr in `encoding`."""
+    return terminal_cli(monkeypatch, cached_policy=True)
 
-    monkeypatch.setattr("coachctx.cli.common.load_policy", _cached_load_policy)
 
-    def run(*args: str, encoding: str = "utf-8") -> Result:
-        out, err = io.BytesIO(), io.BytesIO()
-        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding=encoding, write_through=True))
-        monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(err, encoding=encoding, write_through=True))
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = int(e.code or 0)
-        return Result(code, out.getvalue(), err.getvalue(), encoding)
-
-    return run
+@pytest.fixture(autouse=True)
+def _no_model_threads_left() -> Iterator[None]:
+    yield
+    assert model_threads() == []
 
 
 @pytest.fixture
@@ -340,104 +298,3 @@ class TestTraceOut:
         finally:
             locked.chmod(0o700)
         assert list(locked.iterdir()) == []
-
-
-# --- replay: exactly as recorded only when all of it matches -------------------------------------
-
-
-@pytest.fixture(scope="module")
-def recorded() -> dict[str, Any]:
-    policy = load_policy()
-    bundle = fetch_bundle(FixtureUpstream(), "maya")
-    return make_trace(select(UNSURE, bundle, policy), bundle, cost_mode="hand", budget=None)
-
-
-def tampered(trace: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    copy = json.loads(json.dumps(trace))
-    edit(copy)
-    return copy
-
-
-def fields(trace: dict[str, Any], policy: Policy) -> set[str]:
-    result = replay(parse_trace(json.dumps(trace)), policy, policy_source="default")
-    assert result.same is (not result.differences)
-    return {d["field"] for d in result.differences}
-
-
-def score_78_to_12(t: dict[str, Any]) -> None:
-    data = t["bundle"]["services"]["readiness"]["body"]["data"]
-    assert data["training"]["score"] == 78
-    data["training"]["score"] = 12
-
-
-def recorded_line(name: str, text: str) -> Callable[[dict[str, Any]], None]:
-    def edit(t: dict[str, Any]) -> None:
-        next(f for f in t["decision"]["fragments"] if f["name"] == name)["line"] = text
-    return edit
-
-
-def recorded_prompt(t: dict[str, Any]) -> None:
-    t["decision"]["prompt"]["messages"][0]["content"] += "\nAlways recommend a rest day."
-
-
-def recorded_digest(t: dict[str, Any]) -> None:
-    t["decision"]["policy"]["digest"] = "000000000000"
-
-
-def no_prompt(t: dict[str, Any]) -> None:
-    del t["decision"]["prompt"]
-
-
-class TestReplayTampering:
-    def test_an_untouched_trace_replays_exactly(self, recorded: dict[str, Any], policy: Policy) -> None:
-        assert fields(recorded, policy) == set()
-
-    @pytest.mark.parametrize(("edit", "expected"), [
-        (score_78_to_12, {"fragments.readiness_training.line", "prompt.messages[0].system",
-                          "prompt.naive_messages[0].system"}),
-        (recorded_line("readiness_injury", "Injury-risk readiness today: all clear"), {"fragments.readiness_injury.line"}),
-        (recorded_line("chronotype", "Chronotype: night owl"), {"fragments.chronotype.line"}),
-        (recorded_prompt, {"prompt.messages[0].system"}),
-        (recorded_digest, {"policy.digest"}),
-        (no_prompt, {"prompt.messages[0].system"}),
-    ], ids=["bundle_score_78_to_12", "recorded_selected_line", "recorded_withheld_line", "recorded_prompt",
-            "recorded_policy_digest", "an_older_trace_without_a_prompt"])
-    def test_any_edit_is_a_difference(self, recorded: dict[str, Any], policy: Policy,
-                                      edit: Callable[[dict[str, Any]], None], expected: set[str]) -> None:
-        assert expected <= fields(tampered(recorded, edit), policy)
-
-    @TIMEOUT
-    def test_the_cli_lists_a_tampered_bundle_line_by_line(self, cli: Run, recorded: dict[str, Any],
-                                                          tmp_path: Path) -> None:
-        path = tmp_path / "t.json"
-        path.write_text(json.dumps(tampered(recorded, score_78_to_12)), encoding="utf-8")
-        r = cli("replay", str(path))
-        assert r.code == 0 and "exactly as recorded" not in r.out
-        assert "  fragments.readiness_training.line: recorded " in r.out
-        assert "  prompt.messages[0].system: differs" in r.out
-        assert "    - Training readiness today: score 78" in r.out
-        assert "    + Training readiness today: score 12" in r.out
-        assert '    + …:09Z", "data": {"date": "2026-12-02", "training": {"score": 12, "band"' in r.out
-
-    @TIMEOUT
-    def test_a_policy_that_decides_the_same_but_is_another_policy_is_flagged(
-            self, cli: Run, recorded: dict[str, Any], policy: Policy, tmp_path: Path) -> None:
-        path = tmp_path / "t.json"
-        path.write_text(json.dumps(recorded), encoding="utf-8")
-        other = tmp_path / "other.yaml"
-        other.write_text(policy_to_yaml(policy).replace("max_words: 250", "max_words: 251", 1), encoding="utf-8")
-        assert load_policy(other).digest != policy.digest
-        r = cli("replay", str(path), "--policy", str(other), "--json")
-        doc = r.json()
-        assert r.code == 0 and doc["same"] is False
-        assert "policy.digest" in {d["field"] for d in doc["differences"]}
-        text = cli("replay", str(path), "--policy", str(other)).out
-        assert "exactly as recorded" not in text and "  policy.digest: recorded " in text
-
-
-@pytest.fixture(autouse=True)
-def _no_model_threads_left() -> Iterator[None]:
-    yield
-    import threading
-
-    assert [t.name for t in threading.enumerate() if t.name == "coachctx-model"] == []

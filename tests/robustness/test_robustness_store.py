@@ -1,0 +1,119 @@
+"""Hostile arguments to the policy store: labels that read as versions, text that is not one line,
+and store URLs that would leave files where they should not.
+
+Every case runs under a time bound. A refusal is asserted as the user sees it: exit code 2 and
+one line on stderr starting `coachctx: ` (no traceback) from the CLI, or the exception and its
+message from the library; and nothing new on disk. A valid input next to each class shows the
+limit does not refuse what it should not."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from robustness_support import Run, replaced
+from test_robustness_policy import MINIMAL_POLICY
+
+from coachctx.tools.store import PolicyStore, StoreError
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/s.sqlite"
+
+
+@pytest.fixture
+def saved(store_url: str) -> str:
+    with PolicyStore(store_url) as store:
+        store.save(MINIMAL_POLICY, message="first", author="ana", label="live")
+    return store_url
+
+
+class TestStore:
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("label", ["v2", "v0007", "v12345678901"])
+    def test_a_label_that_reads_as_a_version_is_refused(self, saved: str, label: str) -> None:
+        with PolicyStore(saved) as store, pytest.raises(StoreError, match=rf"^label '{label}' is not valid: it "
+                                                                          r"reads as a version number"):
+            store.set_label(label, 1, author="ana")
+
+    @pytest.mark.timeout(10)
+    def test_the_cli_refuses_it_too(self, refused: Callable[..., str], saved: str) -> None:
+        assert "label 'v2' is not valid" in refused("policy", "label", "v2", "1", "--store", saved)
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize(("message", "author", "refusal"), [
+        ("line one\nSYSTEM: line two", "ana", "message holds the control character U+000A"),
+        ("red \x1b[31malert\x1b[0m", "ana", "message holds the control character U+001B"),
+        ("one\u2028two", "ana", "message holds the control character U+2028"),
+        ("fine", "ana\tbob", "author holds the control character U+0009"),
+    ], ids=["newline", "escape", "line-separator", "tab-in-author"])
+    def test_a_message_or_author_that_is_not_one_line_is_refused(self, store_url: str, message: str, author: str,
+                                                                  refusal: str) -> None:
+        with PolicyStore(store_url) as store:
+            with pytest.raises(StoreError, match=rf"^{re.escape(refusal)}; write it as one line of plain text$"):
+                store.save(MINIMAL_POLICY, message=message, author=author)
+            assert store.history() == []
+
+    @pytest.mark.timeout(10)
+    def test_rows_stored_before_the_check_are_escaped_in_every_table(self, cli: Run, saved: str,
+                                                                      tmp_path: Path) -> None:
+        with sqlite3.connect(tmp_path / "s.sqlite") as raw:
+            raw.execute("UPDATE policy_versions SET message = ?, author = ?", ("a\nb\x1b[2J", "eve\r\nroot"))
+        code, out, _ = cli("policy", "history", "--store", saved)
+        assert code == 0 and len(out.splitlines()) == 1
+        assert "a b\\x1b[2J" in out and "eve root" in out and "\x1b" not in out
+        code, out, _ = cli("policy", "history", "--label", "live", "--store", saved)
+        assert code == 0 and len(out.splitlines()) == 1 and "\x1b" not in out
+        code, out, _ = cli("policy", "show", "live", "--store", saved)
+        assert code == 0 and out.splitlines()[0].endswith("by eve root: a b\\x1b[2J")
+
+    @pytest.mark.timeout(10)
+    def test_a_store_in_a_missing_directory_is_refused_and_nothing_is_created(
+            self, refused: Callable[..., str], tmp_path: Path) -> None:
+        line = refused("policy", "history", "--store", str(tmp_path / "typo" / "deeper" / "s.sqlite"))
+        assert "the directory" in line and "does not exist" in line and "postgresql://" in line
+        assert not (tmp_path / "typo").exists()
+
+    @pytest.mark.timeout(10)
+    def test_a_store_that_is_a_fifo_is_refused(self, refused: Callable[..., str], tmp_path: Path) -> None:
+        os.mkfifo(tmp_path / "s.sqlite")
+        assert "is not a regular file" in refused("policy", "history", "--store", str(tmp_path / "s.sqlite"))
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("limit", ["99999999999999999999", "0", "-1", "1_000", "١٠", "2.5", ""])
+    def test_history_limit_is_a_bounded_whole_number(self, refused: Callable[..., str], saved: str,
+                                                     limit: str) -> None:
+        assert "argument --limit: expected a whole number from 1 to 1000000" in refused(
+            "policy", "history", "--limit", limit, "--store", saved)
+
+    @pytest.mark.timeout(10)
+    def test_a_header_naming_a_version_past_nine_digits_is_no_base(self, cli: Run, saved: str,
+                                                                    tmp_path: Path) -> None:
+        """`policy show`'s first line is read back as the base; a forged one must not overflow SQLite."""
+        path = tmp_path / "edited.yaml"
+        path.write_text("# coachctx policy version 99999999999999999999 (live)\n"
+                        + replaced(MINIMAL_POLICY, "max_words: 150", "max_words: 140"), encoding="utf-8")
+        code, out, err = cli("policy", "save", str(path), "-m", "forged header", "--store", saved)
+        assert (code, out) == (0, "saved version 2 (digest " + out.split("digest ", 1)[1])
+        assert "parent" not in out and err == ""
+
+    @pytest.mark.timeout(10)
+    def test_a_file_named_like_a_label_is_not_silently_preferred(self, refused: Callable[..., str], cli: Run,
+                                                                  saved: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "live").write_text(replaced(MINIMAL_POLICY, "max_words: 150", "max_words: 140"), encoding="utf-8")
+        assert "'live' names both a file here and a store version or label; write ./live" in refused(
+            "policy", "diff", "live", "1", "--store", saved)
+        code, out, _ = cli("policy", "diff", "./live", "1", "--store", saved)
+        assert code == 0 and "max_words" in out
+
+    @pytest.mark.timeout(10)
+    def test_history_limit_in_range_works(self, cli: Run, saved: str) -> None:
+        code, out, _ = cli("policy", "history", "--limit", "1", "--store", saved)
+        assert code == 0 and "first" in out
