@@ -4,7 +4,8 @@ Decision's bookkeeping (order, coverage, confidence, costs) holds."""
 from __future__ import annotations
 
 import pickle
-from dataclasses import FrozenInstanceError, fields
+from collections.abc import Iterator, Mapping
+from dataclasses import FrozenInstanceError, dataclass, fields, is_dataclass
 from typing import Any
 
 import pytest
@@ -15,7 +16,9 @@ from coachctx.engine.decision import (
     ROUTE_CONFIDENCE,
     ClinicalFlag,
     Decision,
+    FrozenMap,
     ScopeChoice,
+    frozen_map,
 )
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, select
@@ -49,6 +52,36 @@ REASON_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
 
 def _codes(d: Decision) -> set[str]:
     return {r.code for f in d.fragments for r in f.reasons}
+
+
+def parts(value: Any, path: str = "decision") -> Iterator[tuple[str, Any]]:
+    """`value` and everything inside it, each with its path: record fields, mapping values, items."""
+    yield path, value
+    if is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            yield from parts(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from parts(item, f"{path}[{key!r}]")
+    elif isinstance(value, tuple | list | set):
+        for i, item in enumerate(value):
+            yield from parts(item, f"{path}[{i}]")
+
+
+def changeable(value: Any) -> list[str]:
+    """Where inside `value` something could be changed in place: a record that is not frozen, a
+    mapping that is not a FrozenMap, or a container other than a tuple."""
+    found = []
+    for path, part in parts(value):
+        if is_dataclass(part):
+            if not type(part).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+                found.append(f"{path}: {type(part).__name__} is not frozen")
+        elif isinstance(part, Mapping):
+            if not isinstance(part, FrozenMap):
+                found.append(f"{path}: a {type(part).__name__}")
+        elif not isinstance(part, tuple | str | int | float | bool | None):
+            found.append(f"{path}: a {type(part).__name__}")
+    return found
 
 
 class TestReasonCodes:
@@ -180,28 +213,35 @@ class TestDecision:
     def test_the_decision_is_deeply_frozen(self, policy: Policy, maya: Bundle) -> None:
         # a model route, so the model's record is there to try too
         d = select(PAIN, maya, policy, classifier=StubClassifier("injury"))
-        assert d.intent.model is not None
-        records = [d, d.scope, d.intent, d.intent.model, d.tokens, d.policy, d.clinical, d.prompt,
-                   *d.prompt.messages, *d.services.values(), *d.fragments, *(r for f in d.fragments for r in f.reasons),
-                   *d.withheld]
-        for record in records:
-            name = fields(record)[0].name
-            with pytest.raises(FrozenInstanceError, match=rf"^cannot assign to field '{name}'$"):
-                setattr(record, name, None)
-        mappings = [d.intent.scores, d.intent.matched, d.services, *(f.requested_by for f in d.fragments)]
-        assert all(len(m) for m in mappings[:3]) and any(len(m) for m in mappings[3:])
-        for mapping in mappings:
-            with pytest.raises(TypeError, match="does not support item assignment"):
-                mapping["training"] = None  # type: ignore[index]
-        with pytest.raises(TypeError, match="does not support item assignment"):
-            d.intent.contenders[0] = "general"  # type: ignore[index]
-        # every sequence is a tuple, down to the matched (term, weight) pairs and the prompt's messages
-        sequences = [d.selected, d.fragments, d.warnings, d.intent.contenders, d.intent.scripts, d.clinical.terms,
-                     d.prompt.messages, d.prompt.naive_messages, d.scope.inferred_from, d.withheld,
-                     *d.intent.matched.values(), *(p for v in d.intent.matched.values() for p in v),
-                     *(f.reasons for f in d.fragments)]
-        for value in sequences:
-            assert isinstance(value, tuple), value
+        assert d.intent.model is not None and d.withheld
+        walked = [*parts(d), *parts(d.withheld, "decision.withheld")]
+        assert {type(v).__name__ for _, v in walked} >= {"Decision", "IntentChoice", "ModelCall", "FragmentDecision",
+                                                          "Reason", "Message", "ServiceStatus", "Withheld", "FrozenMap"}
+        assert changeable(d) == [] and changeable(d.withheld) == []
+        for _, part in walked:  # every field of every record, every mapping, down to the last
+            if is_dataclass(part):
+                for f in fields(part):
+                    with pytest.raises(FrozenInstanceError, match=rf"^cannot assign to field '{f.name}'$"):
+                        setattr(part, f.name, None)
+            elif isinstance(part, Mapping):
+                with pytest.raises(TypeError, match="does not support item assignment"):
+                    part["training"] = None  # type: ignore[index]
+
+    def test_the_frozen_check_sees_what_could_be_changed_in_place(self) -> None:
+        @dataclass
+        class Loose:
+            items: list[int]
+            table: dict[str, int]
+
+        @dataclass(frozen=True)
+        class Outer:
+            inner: Loose
+            names: tuple[str, ...]
+            scores: Mapping[str, float]
+
+        value = Outer(Loose([1], {"a": 1}), ("a",), frozen_map({"x": 1.0}))
+        assert changeable(value) == ["decision.inner: Loose is not frozen", "decision.inner.items: a list",
+                                     "decision.inner.table: a dict"]
 
     def test_the_decision_pickles_whole(self, policy: Policy, maya: Bundle) -> None:
         # the playground's cache pickles what it keeps; a read-only mapping must survive that

@@ -8,9 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 from app_support import ROOT, draft_with, frame_with, open_tab, started, texts
+from streamlit.testing.v1 import AppTest
 
 from coachctx import playground as pg
 from coachctx.errors import InputError
+
+
+def buttons(at: AppTest) -> list[str]:
+    return [str(b.key) for b in at.button]
 
 
 class TestImpactUploads:
@@ -22,12 +27,13 @@ class TestImpactUploads:
     def test_a_bad_file_gets_a_clear_message(self, store_url: str, name: str, data: bytes, says: str) -> None:
         at = started("Impact")
         draft = at.session_state["policy_yaml"]
+        assert "impact_run" in buttons(at)  # the sample log can be run
         at.radio(key="impact_source").set_value("upload").run()
         at.file_uploader(key="impact_upload").set_value((name, data, "application/octet-stream")).run()
         assert not at.exception, [e.stack_trace for e in at.exception]
         refused = [e for e in texts(at.error) if e.startswith(f"Cannot use {name}")]
         assert refused and says in refused[0], texts(at.error)
-        assert "impact_result" not in at.session_state
+        assert "impact_run" not in buttons(at)  # a file that cannot be read cannot be run
         assert at.session_state["policy_yaml"] == draft
 
     def test_a_labelled_yaml_upload_runs(self, store_url: str) -> None:
