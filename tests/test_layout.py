@@ -92,3 +92,69 @@ class TestSizes:
         long.write_text("def f():\n" + "    x = 1\n" * 5 + "\n" * 3, encoding="utf-8")
         assert oversized([long], 8, 5) == ["long.py: 9 lines", "long.py:1 f: 6 lines"]
         assert oversized([long], 9, 6) == []
+
+
+# --- the tests mirror the layout -------------------------------------------------------------------
+
+
+TESTS = Path(__file__).resolve().parent
+LAYERS = frozenset({"engine", "tools", "cli", "model", "playground"})
+CROSS_CUTTING = frozenset({"robustness"})  # hostile inputs to every layer at once
+TOP_LEVEL_TESTS = frozenset({"test_layout.py", "test_exported_members.py"})  # about the whole package
+
+
+def python_files_of(tests: Path) -> list[Path]:
+    """Every Python file of the tests (test modules, their support modules and conftests), not data."""
+    return sorted(p for p in tests.rglob("*.py") if p.relative_to(tests).parts[0] != "data")
+
+
+def misplaced_tests(tests: Path, package: Path) -> list[str]:
+    """Where the tests do not mirror the package: a folder that is not a layer (or a folder of the
+    package inside one) nor `robustness`, and a test module at the top other than the checks of
+    the whole package."""
+    found = []
+    for folder in sorted(p for p in tests.rglob("*") if p.is_dir()):
+        parts = folder.relative_to(tests).parts
+        if parts[0] == "data" or any(p == "__pycache__" or p.startswith(".") for p in parts):
+            continue
+        mirrored = parts[0] in LAYERS and (package.joinpath(*parts) / "__init__.py").is_file()
+        if not mirrored and not (len(parts) == 1 and parts[0] in CROSS_CUTTING):
+            found.append(f"{'/'.join(parts)}/: neither a layer of {package.name} nor robustness")
+    found += [f"{m.name}: a test module at the top" for m in sorted(tests.glob("test_*.py"))
+              if m.name not in TOP_LEVEL_TESTS]
+    return found
+
+
+class TestTheTestsMirrorTheLayout:
+    """A newcomer knows where a new test goes: in the folder of the layer it tests (tests/engine for
+    coachctx/engine), or in tests/robustness when it attacks every layer at once."""
+
+    def test_the_layers_are_the_package_s(self) -> None:
+        assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} == LAYERS
+
+    def test_every_test_folder_is_a_layer_or_robustness_and_every_layer_has_one(self) -> None:
+        assert misplaced_tests(TESTS, PACKAGE) == []
+        assert {p.name for p in TESTS.iterdir() if p.is_dir()} >= LAYERS | CROSS_CUTTING
+
+    def test_no_test_module_or_function_is_over_the_limit(self) -> None:
+        files = python_files_of(TESTS)
+        assert {p.parent.name for p in files} >= LAYERS | CROSS_CUTTING
+        assert oversized(files, MAX_MODULE_LINES, MAX_FUNCTION_LINES) == []
+
+    def test_the_checks_see_a_stray_folder_a_module_at_the_top_and_a_long_test(self, tmp_path: Path) -> None:
+        package, tests = tmp_path / "pkg", tmp_path / "tests"
+        for folder in ("engine", "engine/matching", "cli"):
+            (package / folder).mkdir(parents=True)
+            (package / folder / "__init__.py").write_text("", encoding="utf-8")
+        for folder in ("engine/matching", "engine/misc", "cli", "helpers", "robustness/deep", "data/golden",
+                       "__pycache__"):
+            (tests / folder).mkdir(parents=True)
+        for name in ("test_layout.py", "test_app.py", "conftest.py", "robustness/deep/test_long.py"):
+            (tests / name).write_text("def test_f():\n" + "    x = 1\n" * 5, encoding="utf-8")
+        (tests / "data" / "golden" / "make.py").write_text("x = 1\n" * 20, encoding="utf-8")
+        assert misplaced_tests(tests, package) == [
+            "engine/misc/: neither a layer of pkg nor robustness", "helpers/: neither a layer of pkg nor robustness",
+            "robustness/deep/: neither a layer of pkg nor robustness", "test_app.py: a test module at the top"]
+        assert [p.relative_to(tests).as_posix() for p in python_files_of(tests)] == [
+            "conftest.py", "robustness/deep/test_long.py", "test_app.py", "test_layout.py"]
+        assert "test_long.py:1 test_f: 6 lines" in oversized(python_files_of(tests), 8, 5)
