@@ -65,7 +65,7 @@ def register(sub: Any) -> None:
 
 
 def _one_line(text: str) -> str:
-    """Stored text as one printable line (`store._one_line`, without importing SQLAlchemy)."""
+    """Stored text as one printable line (`store.checks.one_line`, without importing SQLAlchemy)."""
     return printable(" ".join(text.split()))
 
 

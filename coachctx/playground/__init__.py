@@ -3,9 +3,10 @@
 The helpers here import no Streamlit, so tests call them directly and the page only lays their
 results out: plain words and tables from a Decision (`words`, `chart`), the draft as text
 (`policy_text`, `form_edits`), the store's versions (`versions`), impact reports and traces
-(`impact_view`), the address-bar state (`url_state`) and what a reply is checked for (`reply`; the
-reply itself streams through the model adapter, `coachctx.model`). Like the page, nothing here
-decides anything: every fact shown about a selection is read from the Decision.
+(`impact_view`), a Decision's JSON read back and checked (`recorded`), the address-bar state
+(`url_state`) and what a reply is checked for (`reply`; the reply itself streams through the model
+adapter, `coachctx.model`). Like the page, nothing here decides anything: every fact shown about a
+selection is read from the Decision.
 
 The page itself is `coachctx.playground.ui`: session state, the address bar, callbacks, and one
 module per tab under `ui/tabs/`.
@@ -70,6 +71,12 @@ from coachctx.playground.policy_text import (
     unified_diff,
     yaml_diff,
     yaml_error_line,
+)
+from coachctx.playground.recorded import (
+    DecisionFacts,
+    RecordedFragment,
+    decision_facts,
+    recorded_fragments,
 )
 from coachctx.playground.reply import (
     ReplyReport,
@@ -218,6 +225,10 @@ __all__ = [
     "decision_trace_json",
     "trace_fragments_frame",
     "differences_frame",
+    "DecisionFacts",
+    "RecordedFragment",
+    "decision_facts",
+    "recorded_fragments",
     "ViewState",
     "URL_KEYS",
     "VIEW_KEYS",

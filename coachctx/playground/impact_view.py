@@ -14,6 +14,7 @@ from coachctx.engine.policy import INTENTS
 from coachctx.engine.services import Bundle
 from coachctx.errors import InputError
 from coachctx.playground.policy_text import _show, check_upload_size
+from coachctx.playground.recorded import RecordedFragment
 from coachctx.playground.words import STATUS_LABELS
 from coachctx.tools.impact import ImpactReport, QuestionSet
 from coachctx.tools.impact_report import Metrics
@@ -125,20 +126,15 @@ def decision_trace_json(d: Decision, bundle: Bundle, *, cost_mode: str, budget: 
     return json.dumps(make_trace(d, bundle, cost_mode=cost_mode, budget=budget), ensure_ascii=False, indent=2) + "\n"
 
 
-def _main_reason(f: Mapping[str, Any]) -> str:
-    reasons = f.get("reasons") or []
-    codes = [r.get("code", "") for r in reasons if isinstance(r, Mapping)]
-    return ", ".join(codes)
-
-
-def trace_fragments_frame(recorded: Mapping[str, Any], now: Decision) -> pd.DataFrame:
-    """Fragment by fragment: what the trace recorded next to what the current policy decides."""
-    before = {f.get("name"): f for f in recorded.get("fragments") or [] if isinstance(f, Mapping)}
+def trace_fragments_frame(recorded: Mapping[str, RecordedFragment], now: Decision) -> pd.DataFrame:
+    """Fragment by fragment: what the trace recorded (`recorded_fragments`) next to what the
+    current policy decides; "—" where the trace has no such fragment or no reason."""
     rows = []
     for f in now.fragments:
-        old = before.get(f.name, {})
-        old_status, new_status = old.get("status", "—"), f.status
-        old_why, new_why = _main_reason(old) or "—", ", ".join(r.code for r in f.reasons) or "—"
+        old = recorded.get(f.name)
+        old_status, new_status = (old.status if old is not None else "—"), f.status
+        old_why = ", ".join(old.reasons) if old is not None and old.reasons else "—"
+        new_why = ", ".join(r.code for r in f.reasons) or "—"
         rows.append({"fragment": f.name,
                      "recorded": STATUS_LABELS.get(old_status, old_status), "recorded reasons": old_why,
                      "now": STATUS_LABELS.get(new_status, new_status), "now reasons": new_why,

@@ -19,6 +19,7 @@ import yaml
 from coachctx import playground as pg
 from coachctx.engine.policy import SCOPES, Policy, parse_policy
 from coachctx.errors import CoachctxError, InputError
+from coachctx.playground.recorded import decision_facts
 from coachctx.tools.questions import Question, QuestionSet
 from coachctx.tools.store import QuestionLabel
 from coachctx.tools.suggest import Edit, LabelledRow, Suggestion, apply_edits, read_labelled
@@ -34,18 +35,14 @@ def label_of_decision(decision: Mapping[str, Any], *, intents: Sequence[str], ne
                       author: str) -> QuestionLabel:
     """A coach's label for a decision (the Decision's JSON, as the Decision tab has it and a trace
     records it): the question and athlete it was for, the scope it was asked with, and what the
-    policy of the day did (its digest, the route source and the intent)."""
-    scope = decision.get("scope")
-    requested = scope.get("requested") if isinstance(scope, Mapping) else None
-    intent = decision.get("intent")
-    intent = intent if isinstance(intent, Mapping) else {}
-    policy = decision.get("policy")
-    digest = policy.get("digest") if isinstance(policy, Mapping) else None
+    policy of the day did (its digest, the route source and the intent). `TraceError` names the
+    field of a decision that does not have the Decision's shape."""
+    facts = decision_facts(decision)
     return QuestionLabel(
-        question=str(decision.get("question") or ""), intents=tuple(intents), author=author,
-        athlete=decision.get("athlete"), needs=tuple(needs) if needs else None,
-        scope=requested if requested in SCOPES else None, policy_digest=digest,
-        route_source=intent.get("source"), routed=intent.get("name"))
+        question=facts.question, intents=tuple(intents), author=author, athlete=facts.athlete,
+        needs=tuple(needs) if needs else None,
+        scope=facts.requested_scope if facts.requested_scope in SCOPES else None, policy_digest=facts.digest,
+        route_source=facts.source, routed=facts.intent)
 
 
 @dataclass(frozen=True)

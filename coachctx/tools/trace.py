@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from coachctx.engine.availability import CostMode
 from coachctx.engine.decision import Decision
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import MAX_BUDGET, Policy
@@ -158,11 +159,25 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 
 
 @dataclass(frozen=True)
+class TraceInputs:
+    """The inputs a trace recorded, as `parse_trace` checked them; None where the trace does not say."""
+
+    question: str
+    athlete: str | None
+    scope: str | None
+    tier: str | None
+    budget: int | None
+    cost_mode: CostMode | None
+
+
+@dataclass(frozen=True)
 class Trace:
     inputs: Mapping[str, Any]
     decision: Mapping[str, Any]
     bundle: Bundle
     source: str
+    asked: TraceInputs
+    """`inputs` as a record."""
 
 
 def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
@@ -189,19 +204,19 @@ def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
         if not isinstance(obj.get(key), Mapping):
             raise TraceError(f"{source}: {key}: expected an object")
     inputs = obj["inputs"]
-    if not isinstance(inputs.get("question"), str) or not inputs["question"].strip():
-        raise TraceError(f"{source}: inputs.question: expected the question text")
-    _check_inputs(inputs, source)
+    asked = _inputs(inputs, source)
     try:
         bundle = Bundle.from_snapshot(_untag_nonfinite(obj["bundle"]))
     except ValueError as e:
         raise TraceError(f"{source}: {e}") from e
-    return Trace(inputs=inputs, decision=obj["decision"], bundle=bundle, source=source)
+    return Trace(inputs=inputs, decision=obj["decision"], bundle=bundle, source=source, asked=asked)
 
 
-def _check_inputs(inputs: Mapping[str, Any], source: str) -> None:
-    """The recorded inputs replay hands to `select()`: text where text is expected, and a budget
-    that is a whole number in range (JSON `true` is not the budget 1)."""
+def _inputs(inputs: Mapping[str, Any], source: str) -> TraceInputs:
+    """The recorded inputs replay hands to `select()`: the question, text where text is expected,
+    and a budget that is a whole number in range (JSON `true` is not the budget 1)."""
+    if not isinstance(inputs.get("question"), str) or not inputs["question"].strip():
+        raise TraceError(f"{source}: inputs.question: expected the question text")
     for key in ("athlete", "scope", "tier", "cost_mode"):
         value = inputs.get(key)
         if value is not None and not isinstance(value, str):
@@ -216,6 +231,8 @@ def _check_inputs(inputs: Mapping[str, Any], source: str) -> None:
     cost_mode = inputs.get("cost_mode")
     if cost_mode is not None and cost_mode not in ("hand", "measured"):
         raise TraceError(f"{source}: inputs.cost_mode: expected hand or measured, got {cost_mode!r}")
+    return TraceInputs(question=inputs["question"], athlete=inputs.get("athlete"), scope=inputs.get("scope"),
+                       tier=inputs.get("tier"), budget=budget, cost_mode=cost_mode)
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -315,7 +332,7 @@ class Replay:
 def replay(trace: Trace, policy: Policy, *, policy_source: str, policy_version: str | None = None) -> Replay:
     """Decide again from the trace's bundle snapshot under `policy`. A model answer recorded in
     the trace is reused, so replay never calls a model."""
-    inputs = trace.inputs
+    asked = trace.asked
     model = trace.decision.get("intent", {}).get("model") if isinstance(trace.decision.get("intent"), Mapping) \
         else None
     raw = model.get("raw") if isinstance(model, Mapping) else None
@@ -323,14 +340,14 @@ def replay(trace: Trace, policy: Policy, *, policy_source: str, policy_version: 
         raise TraceError(f"{trace.source}: decision.intent.model.raw: expected the model's text answer, "
                          f"got {type(raw).__name__}")
     classifier = RecordedClassifier(raw) if raw is not None else None
-    tier = str(inputs.get("tier") or "paid")
-    budget = inputs.get("budget")
+    tier = asked.tier or "paid"
     decision = select(
-        str(inputs["question"]), trace.bundle, policy,
-        scope=str(inputs.get("scope") or "auto"),
+        asked.question, trace.bundle, policy,
+        scope=asked.scope or "auto",
         tier=tier if tier != "custom" else "paid",
-        budget=budget if isinstance(budget, int) else (trace.decision.get("budget") if tier == "custom" else None),
-        cost_mode=inputs.get("cost_mode") or "hand",
+        budget=asked.budget if asked.budget is not None else (
+            trace.decision.get("budget") if tier == "custom" else None),
+        cost_mode=asked.cost_mode or "hand",
         classifier=classifier, policy_source=policy_source, policy_version=policy_version,
     )
     return Replay(trace=trace, decision=decision, differences=compare(trace.decision, decision.to_json()))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
@@ -12,6 +11,7 @@ from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUE
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.playground.ui.cache import checked_in_text, open_store, upstream
 from coachctx.tools.store import StaleSaveError, based_on, default_store_url
+from coachctx.tools.trace import TraceInputs
 
 NO_LABEL = "(no label)"
 
@@ -131,25 +131,24 @@ def move_label(url: str, label: str, expected: int | None, widget_key: str | Non
                      "label's log below.", {"use": int(target)})
 
 
-def open_trace_inputs(inputs: Mapping[str, Any], tiers: list[str]) -> None:
+def open_trace_inputs(asked: TraceInputs, tiers: list[str]) -> None:
     ss = st.session_state
-    ss["question"] = pg.clean_text(str(inputs.get("question", "")))[:MAX_QUESTION_CHARS]
+    ss["question"] = pg.clean_text(asked.question)[:MAX_QUESTION_CHARS]
     kept = []
-    athlete = str(inputs.get("athlete"))
-    if upstream().has(athlete):
-        ss["athlete"] = athlete
+    if asked.athlete is not None and upstream().has(asked.athlete):
+        ss["athlete"] = asked.athlete
     else:
-        kept.append(f"the trace's athlete {athlete!r} is not a sample athlete here, so the question opens with "
-                    f"{ss.get('athlete')}")
-    if inputs.get("scope") in SCOPE_REQUESTS:
-        ss["scope"] = inputs["scope"]
-    tier = inputs.get("tier")
-    if isinstance(inputs.get("budget"), int):
-        ss["tier"], ss["budget"] = "custom", inputs["budget"]
-    elif tier in tiers:
-        ss["tier"] = tier
-    elif tier is not None:
-        kept.append(f"the trace's tier {tier!r} is not in the policy in use, so the question opens on {ss.get('tier')}")
-    if inputs.get("cost_mode") in COST_MODES:
-        ss["cost_mode"] = inputs["cost_mode"]
+        kept.append(f"the trace's athlete {asked.athlete!r} is not a sample athlete here, so the question opens "
+                    f"with {ss.get('athlete')}")
+    if asked.scope in SCOPE_REQUESTS:
+        ss["scope"] = asked.scope
+    if asked.budget is not None:
+        ss["tier"], ss["budget"] = "custom", asked.budget
+    elif asked.tier in tiers:
+        ss["tier"] = asked.tier
+    elif asked.tier is not None:
+        kept.append(f"the trace's tier {asked.tier!r} is not in the policy in use, so the question opens on "
+                    f"{ss.get('tier')}")
+    if asked.cost_mode in COST_MODES:
+        ss["cost_mode"] = asked.cost_mode
     ss["trace_opened"] = kept

@@ -23,7 +23,7 @@ from coachctx.engine.common_words import question_language
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.policy import INTENTS, LANGUAGES, Policy, parse_policy
 from coachctx.engine.text import tokenise
-from coachctx.errors import CoachctxError
+from coachctx.errors import CoachctxError, TraceError
 from coachctx.playground import labels as pl
 from coachctx.playground.ui.state import Context
 from coachctx.playground.ui.tabs.impact import render_impact
@@ -103,9 +103,12 @@ def render_label_control(decision: Mapping[str, Any], *, key: str, store: Policy
                          store_error: str | None) -> None:
     """“This should be…”: the intent(s) the question should have gone to and, optionally, the
     facts the answer needed, stored as a label in the policy store."""
-    raw = decision.get("intent")
-    intent: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    routed = f"{intent.get('name')} ({pg.SOURCE_WORDS.get(str(intent.get('source')), intent.get('source'))})"
+    try:
+        facts = pg.decision_facts(decision)
+    except TraceError as e:
+        st.warning(f"This decision cannot be labelled: {e}", icon=":material/flag:")
+        return
+    routed = f"{facts.intent} ({pg.SOURCE_WORDS.get(facts.source, facts.source)})"
     with st.expander(f"This should be… (routed to {routed}; label it if that is wrong)", key=f"{key}.box",
                      icon=":material/flag:"):
         if store is None:
@@ -117,7 +120,7 @@ def render_label_control(decision: Mapping[str, Any], *, key: str, store: Policy
         c2.multiselect("The answer needed (optional)", FRAGMENT_NAMES, key=f"{key}.needs",
                        format_func=lambda f: f"{pg.fragment_title(f)} ({f})",
                        help="Facts an expert coach would insist are in the prompt (the corpus's `needs`).")
-        _language_input(key, str(decision.get("question") or ""))
+        _language_input(key, facts.question)
         author_input(key, "Labelled by")
         ss = st.session_state
         missing = "pick the intent(s) first" if not ss.get(f"{key}.intents") else (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
 
 import streamlit as st
 
@@ -27,17 +27,18 @@ def tab_trace(ctx: Context) -> None:
         data = upload.getvalue()
         pg.check_upload_size(upload.name, len(data), MAX_TRACE_BYTES, "a trace")
         trace = parse_trace(data, upload.name)
+        recorded = pg.cleaned(dict(trace.decision))  # a trace's JSON may carry lone surrogates (\ud800)
+        facts = pg.decision_facts(recorded, f"{trace.source}: decision")
+        fragments = pg.recorded_fragments(recorded, f"{trace.source}: decision")
         result = replay(trace, ctx.policies.working, policy_source=ctx.origin.source,
                         policy_version=ctx.origin.version)
     except (TraceError, CoachctxError) as e:
         st.error(f"Cannot reproduce this trace: {e}", icon=":material/error:")
         return
-    inputs = pg.cleaned(trace.inputs)  # a trace's JSON may carry lone surrogates (\ud800): shown, not crashed on
-    raw_policy = trace.decision.get("policy")
-    recorded_digest = raw_policy.get("digest") if isinstance(raw_policy, Mapping) else None
-    st.markdown(f"**Question:** {inputs.get('question')}  \n**Athlete:** {inputs.get('athlete')} · scope "
-                f"{inputs.get('scope')} · tier {inputs.get('tier')} · costs {inputs.get('cost_mode', 'hand')}  \n"
-                f"**Policy:** recorded `{recorded_digest}`, now `{result.decision.policy.digest}`")
+    asked = dataclasses.replace(trace.asked, question=pg.clean_text(trace.asked.question))
+    st.markdown(f"**Question:** {asked.question}  \n**Athlete:** {asked.athlete} · scope {asked.scope} · tier "
+                f"{asked.tier} · costs {result.decision.tokens.cost_mode}  \n"
+                f"**Policy:** recorded `{facts.digest}`, now `{result.decision.policy.digest}`")
     if result.same:
         st.success("Same decision: the policy in use decides exactly as recorded.")
     else:
@@ -45,25 +46,23 @@ def tab_trace(ctx: Context) -> None:
         st.dataframe(pg.differences_frame(pg.cleaned(result.differences)).style.apply(
             lambda row: ["background-color: rgba(214, 39, 40, 0.12)"] * len(row), axis=1),
             hide_index=True, width="stretch", key="trace_differences")
-    frame = pg.trace_fragments_frame(pg.cleaned(trace.decision), result.decision)
+    frame = pg.trace_fragments_frame(fragments, result.decision)
     st.markdown("**Fragment by fragment** (changed rows highlighted)")
     st.dataframe(frame.style.apply(
         lambda row: (["background-color: rgba(214, 39, 40, 0.15)"] if row["changed"] else [""]) * len(row), axis=1),
         hide_index=True, width="stretch", key="trace_fragments", height=35 * (len(frame) + 1) + 12)
-    render_label_control(pg.cleaned(dict(trace.decision)), key="label_trace", store=ctx.store.store,
-                         store_error=ctx.store.error)
-    known = upstream().has(str(inputs.get("athlete")))
-    if not known:
-        st.warning(f"The trace's athlete {str(inputs.get('athlete'))!r} is not one of the sample athletes here, so "
+    render_label_control(recorded, key="label_trace", store=ctx.store.store, store_error=ctx.store.error)
+    if asked.athlete is None or not upstream().has(asked.athlete):
+        st.warning(f"The trace's athlete {asked.athlete!r} is not one of the sample athletes here, so "
                    "opening the question decides it for the athlete chosen above, with that athlete's data. The "
                    "comparison on this tab uses the trace's own snapshot.", icon=":material/person_off:")
     for note in st.session_state.pop("trace_opened", None) or []:
         st.info(f"Opened the question above; {note}.")
     st.button("Open this question in the playground", key="open_trace", on_click=open_trace_inputs,
-              args=(dict(inputs), list(ctx.policies.working.tiers)),
+              args=(asked, list(ctx.policies.working.tiers)),
               help="Copies the trace's question, athlete, scope, tier and cost mode into the inputs above. The "
                    "Decision tab then uses today's sample data for that athlete, not the trace's snapshot.")
     with st.expander("Recorded decision (JSON)"):
-        st.json(pg.cleaned(dict(trace.decision)), expanded=False)
+        st.json(recorded, expanded=False)
     with st.expander("Decision under the policy in use (JSON)"):
         st.json(pg.cleaned(result.decision.to_json()), expanded=False)

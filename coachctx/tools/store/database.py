@@ -1,0 +1,112 @@
+"""Where the store lives and opening it: the URL (`$COACHCTX_STORE`, else a per-user SQLite file),
+the checks on a SQLite file, and the database errors every operation turns into `StoreError`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, Self
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from coachctx.reading import control_character, printable
+from coachctx.tools.store import tables
+from coachctx.tools.store.errors import MissingStoreError, StoreError
+
+STORE_ENV: Final = "COACHCTX_STORE"
+DEFAULT_STORE_FILE: Final = Path("~/.coachctx/policies.sqlite")
+ACCEPTED_STORES: Final = ("a SQLite file in an existing directory (a path, or sqlite:///PATH), or a SQLAlchemy URL "
+                          "such as postgresql://user@host/db")
+
+
+def default_store_url(env: Mapping[str, str] | None = None) -> str:
+    """`$COACHCTX_STORE` (a URL or a SQLite file path), else `~/.coachctx/policies.sqlite`."""
+    value = (os.environ if env is None else env).get(STORE_ENV, "").strip()
+    if value:
+        return value if "://" in value else _sqlite_url(Path(value))
+    return _sqlite_url(DEFAULT_STORE_FILE)
+
+
+def _sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path.expanduser()}"
+
+
+class Database:
+    """An open store: its engine, its tables created, and database errors named as the store's.
+    The parts of `PolicyStore` (versions, drafts, question labels) stand on it."""
+
+    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
+        """`create=False` opens an existing store only: a SQLite file that does not exist is
+        `MissingStoreError`, and nothing is written (for commands that only read)."""
+        self.url = url if url is not None else default_store_url()
+        bad = control_character(self.url)
+        if bad is not None:  # a lone surrogate (bytes that were not UTF-8) or a newline: no URL holds one
+            raise StoreError(f"store URL {printable(self.url)[:200]!r} holds the character {bad}, which no "
+                             "database URL or file name here may hold")
+        try:
+            parsed = sa.engine.make_url(self.url)
+        except (SQLAlchemyError, ValueError) as e:
+            raise StoreError(f"store URL {self.url!r} is not a database URL ({e})") from e
+        self.display_url = parsed.render_as_string(hide_password=True)
+        self._sqlite = parsed.get_backend_name() == "sqlite"
+        if self._sqlite and parsed.database not in (None, "", ":memory:"):
+            _check_sqlite_file(Path(parsed.database).expanduser(), create=create)
+        try:
+            self.engine: Engine = sa.create_engine(parsed)
+        except (SQLAlchemyError, ImportError, ValueError, TypeError) as e:
+            # ValueError, TypeError: a query argument the driver cannot take (`?timeout=abc`)
+            raise StoreError(f"cannot use store {self.display_url}: {e}") from e
+        if self._sqlite:
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        with self._errors("open"):
+            tables.metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except SQLAlchemyError as e:
+            cause = getattr(e, "orig", None) or e
+            raise StoreError(f"store {self.display_url}: cannot {doing}: {cause}") from e
+
+
+def _check_sqlite_file(path: Path, *, create: bool = True) -> None:
+    """Only the per-user default's directory is created; any other path must be in a directory that
+    exists (a typo in --store must not leave a tree of directories behind), and must be a file
+    if it exists (SQLite would block forever on a FIFO). Without `create`, the file must exist:
+    SQLite would create an empty one on connecting, and a read must leave nothing behind."""
+    default = DEFAULT_STORE_FILE.expanduser()
+    if path == default:
+        if create:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # HOME unwritable, or a file where the directory should be
+                raise StoreError(f"store {path}: cannot create {path.parent}: {e.strerror or e}") from e
+    elif not path.parent.is_dir():
+        raise StoreError(f"store {path}: the directory {path.parent} does not exist, and coachctx creates no "
+                         f"directories but its default ({default.parent}); use {ACCEPTED_STORES}")
+    if not create and not path.exists():
+        raise MissingStoreError(f"store {path} does not exist: nothing has been saved there yet (save a "
+                                "version with `coachctx policy save FILE -m MESSAGE`)")
+    if path.exists() and not path.is_file():
+        raise StoreError(f"store {path} is not a regular file; use {ACCEPTED_STORES}")
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")  # another process saving: wait, do not fail at once
+    cursor.close()

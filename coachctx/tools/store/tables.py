@@ -1,0 +1,80 @@
+"""The store's schema: every table in one place, and how a stored time reads back."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from coachctx.tools.store.checks import MAX_AUTHOR_CHARS
+
+metadata = sa.MetaData()
+
+versions = sa.Table(
+    "policy_versions", metadata,
+    sa.Column("number", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("parent", sa.Integer, sa.ForeignKey("policy_versions.number"), nullable=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("author", sa.String(MAX_AUTHOR_CHARS), nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("yaml", sa.Text, nullable=False),
+    sqlite_autoincrement=True,  # a number is never handed out twice
+)
+
+labels = sa.Table(
+    "policy_labels", metadata,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("version", sa.Integer, sa.ForeignKey("policy_versions.number"), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_by", sa.String(MAX_AUTHOR_CHARS), nullable=False),
+)
+
+label_moves = sa.Table(
+    "policy_label_moves", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("label", sa.String(32), nullable=False, index=True),
+    sa.Column("version", sa.Integer, sa.ForeignKey("policy_versions.number"), nullable=False),
+    sa.Column("previous", sa.Integer, sa.ForeignKey("policy_versions.number"), nullable=True),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("author", sa.String(MAX_AUTHOR_CHARS), nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Unsaved work from the playground, one row per draft id (the id sits in the page's URL), so a
+# reload or a restart of the app does not lose an edited policy. Not a version: no digest, no
+# validation, overwritten in place; saving it as a version is a separate, deliberate step.
+drafts = sa.Table(
+    "policy_drafts", metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("yaml", sa.Text, nullable=False),
+    sa.Column("base", sa.Integer, nullable=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+# Questions a coach (or the model) labelled with the intents that would have been right: what
+# `coachctx suggest` and the playground's Suggest tab learn from. Not to be confused with the
+# labels above, which are names of versions.
+question_labels = sa.Table(
+    "question_labels", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("athlete", sa.String(64), nullable=True),
+    sa.Column("intents", sa.String(200), nullable=False),
+    sa.Column("needs", sa.String(400), nullable=True),
+    sa.Column("scope", sa.String(16), nullable=True),
+    sa.Column("lang", sa.String(8), nullable=True),
+    sa.Column("origin", sa.String(8), nullable=False),
+    sa.Column("author", sa.String(MAX_AUTHOR_CHARS), nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("policy_digest", sa.String(64), nullable=True),
+    sa.Column("route_source", sa.String(16), nullable=True),
+    sa.Column("routed", sa.String(32), nullable=True),
+    sqlite_autoincrement=True,
+)
+
+
+def utc(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; everything stored here is UTC
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
