@@ -228,10 +228,14 @@ def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequen
 
     Memoised per policy on everything the stages read (each fragment's availability and cost, the
     budget, scope, route, evidence, clinical and named terms), so a question like one decided
-    before reuses its plan; the plan is immutable, so sharing it is safe."""
+    before reuses its plan; the plan is immutable, so sharing it is safe. Of the evidence, lookup
+    reads which intents have it (in order) and the terms of those it did not route to: a
+    contender's own terms change nothing, so questions that differ only there share a plan."""
     evidence = evidence_of(decided)
+    ordered = (decided.intent, *decided.contenders)
     key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, decided.intent,
-           decided.contenders, decided.source, decided.matched_nothing, tuple(evidence.items()), tuple(clinical),
+           decided.contenders, decided.source, decided.matched_nothing, tuple(evidence),
+           tuple((i, terms) for i, terms in evidence.items() if i not in ordered), tuple(clinical),
            tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
     memo: dict[object, Plan] = policy.derived("plans", lambda _: {})
     found = memo.get(key)
