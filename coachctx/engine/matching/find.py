@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from coachctx.engine.matching.language import false_friend, language_of
+from coachctx.engine.matching.language import read_as_false_friend
 from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading
 from coachctx.engine.matching.stems import word_stems
 from coachctx.engine.matching.terms import Term
@@ -68,16 +68,16 @@ class PhraseStarts:
 class _Evidence:
     """The terms found so far, each once, and which term each span of words is evidence for."""
 
-    def __init__(self, words: tuple[str, ...], own: str | None) -> None:
-        self.words, self.own = words, own
+    def __init__(self, tokens: Tokens) -> None:
+        self.tokens, self.words = tokens, tokens.words
         self.found: dict[tuple[str, str], Term] = {}
         self._at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
 
     def add(self, entries: tuple[Term, ...], i: int, n: int) -> None:
         """The terms the `n` words from position `i` match."""
-        found, at_span, own = self.found, self._at_span, self.own
+        found, at_span = self.found, self._at_span
         for entry in entries:
-            if own is not None and false_friend(entry, own, self.words[i:i + n]):
+            if read_as_false_friend(entry, self.tokens, self.words[i:i + n]):
                 continue
             # the same words met through two languages' terms ("train" and Dutch
             # "trainen") are one piece of evidence: the heavier term counts
@@ -96,7 +96,7 @@ class _Evidence:
 
 def find_terms(matcher: TermMatcher, tokens: Tokens) -> list[Term]:
     """Every distinct term of the table found in the question, in the table's order per kind of match."""
-    evidence = _Evidence(tokens.words, language_of(tokens))
+    evidence = _Evidence(tokens)
     starts, unknown = _look_up_words(matcher, tokens.words)
     _add_phrases(matcher, tokens.words, starts, evidence)
     _add_substrings(matcher, tokens, evidence.found)
@@ -181,7 +181,7 @@ def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], evidence: _Evi
     misspelling, or a compound's part, through whichever language's terms."""
     if not unknown:
         return
-    found, own, words = evidence.found, evidence.own, evidence.words
+    found, tokens, words = evidence.found, evidence.tokens, evidence.words
     terms_found = {e.term for e in found.values()}
     for i, readings in unknown:
         best: dict[str, tuple[str, Term]] = {}
@@ -189,5 +189,5 @@ def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], evidence: _Evi
             if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
                 best[entry.label] = (base, entry)
         for base, entry in best.values():
-            if own is None or not false_friend(entry, own, words[i:i + 1]):
+            if not read_as_false_friend(entry, tokens, words[i:i + 1]):
                 found.setdefault((entry.label, base), entry)

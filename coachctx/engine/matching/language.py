@@ -31,6 +31,21 @@ def false_friend(entry: Term, own: str, matched: Sequence[str]) -> bool:
     return all(own in (langs := table.get(w, {})) and entry.language not in langs for w in matched)
 
 
+def read_as_false_friend(entry: Term, tokens: Tokens, matched: Sequence[str]) -> bool:
+    """`false_friend` against the question's own language, which is worked out only when it can
+    matter: most terms are settled by their words alone (a word on no everyday list, or one of the
+    term's own language, keeps the term whatever the question's language)."""
+    if not entry.language:
+        return False
+    table = everyday_languages()
+    for w in matched:
+        langs = table.get(w)
+        if not langs or entry.language in langs:
+            return False
+    own = language_of(tokens)
+    return own is not None and false_friend(entry, own, matched)
+
+
 def language_of(tokens: Tokens) -> str | None:
     """`question_language` of the question's words, once per question for every matcher."""
     key = "question_language"
