@@ -44,6 +44,8 @@ class ApplyScope:
             else:
                 continue
             changes[m.fragment] = state
+        if not changes and not warnings:
+            return plan  # nothing moved: the plan is already in prompt order
         return _move_demoted_last(plan.update(changes).reorder(), changes).noted(warnings=warnings)
 
 

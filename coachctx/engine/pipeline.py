@@ -227,29 +227,45 @@ def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequen
     carries the stages' notes: the intents read, warnings, the budget spent.
 
     Memoised per policy on everything the stages read (each fragment's availability and cost, the
-    budget, scope, route, evidence, clinical and named terms), so a question like one decided
-    before reuses its plan; the plan is immutable, so sharing it is safe. Of the evidence, lookup
-    reads which intents have it (in order) and the terms of those it did not route to: a
-    contender's own terms change nothing, so questions that differ only there share a plan."""
-    evidence = evidence_of(decided)
-    ordered = (decided.intent, *decided.contenders)
-    key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, decided.intent,
-           decided.contenders, decided.source, decided.matched_nothing, tuple(evidence),
-           tuple((i, terms) for i, terms in evidence.items() if i not in ordered), tuple(clinical),
-           tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
+    budget, scope, and what lookup reads), so a question like one decided before reuses its plan;
+    lookup's own plan is memoised apart, since it does not depend on the bundle, budget or scope.
+    Plans are immutable, so sharing them is safe."""
+    asked = _lookup_key(decided, clinical, named, soften_excludes)
+    key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, asked)
     memo: dict[object, Plan] = policy.derived("plans", lambda _: {})
     found = memo.get(key)
     if found is None:
-        if len(memo) >= PLAN_MEMO_LIMIT:
-            memo.clear()
-        unmatched = decided.matched_nothing and decided.source == "fallback"
-        plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
-                      evidence=evidence, clinical=clinical, unmatched=unmatched, named=named)
+        lookups: dict[object, Plan] = policy.derived("lookups", lambda _: {})
+        plan = lookups.get(asked)
+        if plan is None:
+            unmatched = decided.matched_nothing and decided.source == "fallback"
+            plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
+                          evidence=evidence_of(decided), clinical=clinical, unmatched=unmatched, named=named)
+            _remember(lookups, asked, plan)
         for stage in (ApplyScope(policy, scope, decided.contenders), DropUnavailable(fragment_facts),
                       SpendBudget(spend, costs)):
             plan = stage(plan)
-        found = memo[key] = plan
+        found = _remember(memo, key, plan)
     return found
+
+
+def _lookup_key(decided: Route, clinical: Sequence[str], named: Named, soften_excludes: bool) -> tuple[object, ...]:
+    """Everything `lookup` reads. Of the evidence, that is which intents have it (in order) and the
+    terms of those it did not route to: a contender's own terms change nothing, so questions that
+    differ only there share a plan."""
+    evidence = evidence_of(decided)
+    ordered = (decided.intent, *decided.contenders)
+    return (decided.intent, decided.contenders, decided.matched_nothing and decided.source == "fallback",
+            tuple(evidence), tuple((i, terms) for i, terms in evidence.items() if i not in ordered),
+            tuple(clinical), tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
+
+
+def _remember(memo: dict[object, Plan], key: object, plan: Plan) -> Plan:
+    """Keep a plan in a bounded memo: emptied when it reaches `PLAN_MEMO_LIMIT`."""
+    if len(memo) >= PLAN_MEMO_LIMIT:
+        memo.clear()
+    memo[key] = plan
+    return plan
 
 
 def _coverage(plan: Plan) -> float:
