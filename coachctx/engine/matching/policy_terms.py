@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher, table_fingerprint
 from coachctx.engine.policy import Policy
@@ -97,6 +98,7 @@ def forget_words(*policies: Policy) -> None:
     clear_word_memos()
     word_stems.cache_clear()
     part_stems.cache_clear()
+    may_have_readings.cache_clear()
     for matcher in _COMPILED.values():
         matcher.starts.forget()
         matcher.readings.forget()
