@@ -78,14 +78,6 @@ class Prepared:
     payload: object = field(repr=False)
     _lazy: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
-    def used_before(self) -> bool:
-        """False the first time it is asked, True after: a bundle seen once counts its prompt
-        whole (one encode); one seen again sums the cached pieces (none)."""
-        if "used" in self._lazy:
-            return True
-        self._lazy["used"] = True
-        return False
-
     @property
     def naive_json(self) -> str:
         found = self._lazy.get("json")

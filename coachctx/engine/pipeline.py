@@ -189,8 +189,9 @@ def _token_counts(system: str, lines: Sequence[tuple[str, str]], question: str, 
                   count_naive: bool) -> tuple[int, int | None, float | None]:
     """The prompt's tokens, and the naive baseline's with what the prompt saves (None without it)."""
     question_tokens = count_once(question)
-    # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
-    prompt = prompt_tokens_of(system, lines, question, question_tokens=question_tokens, pieces=ready.used_before())
+    # the lines were counted alone for their measured costs: the prompt adds only the system block
+    prompt = prompt_tokens_of(system, lines, question, question_tokens=question_tokens,
+                              line_tokens=[ready.facts[name].measured_cost for name, _ in lines])
     if not count_naive:
         return prompt, None, None
     naive = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens)
