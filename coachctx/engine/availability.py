@@ -7,7 +7,7 @@ import re
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from coachctx.engine.fragments import FRAGMENTS
 from coachctx.engine.plan import FragmentState, Plan, Reason
@@ -43,6 +43,7 @@ class FragmentFact:
 def facts(bundle: Bundle) -> Mapping[str, FragmentFact]:
     """Every fragment's line or the reason it has none."""
     out: dict[str, FragmentFact] = {}
+    payloads: dict[str, Mapping[str, Any]] = {}
     for fragment in FRAGMENTS:
         result = bundle[fragment.service]
         line: str | None = None
@@ -52,13 +53,16 @@ def facts(bundle: Bundle) -> Mapping[str, FragmentFact]:
         elif result.status == "never_computed":
             missing = Reason("never_computed", result.detail)
         else:
-            empty = fragment.empty_fields(result.data)
+            data = payloads.get(fragment.service)
+            if data is None:  # read once per service, not once per fragment
+                data = payloads[fragment.service] = result.data
+            empty = fragment.empty_fields(data)
             if empty:
                 missing = Reason("empty_field", f"{fragment.service} payload arrived, but "
                                  f"{' and '.join('data.' + f for f in empty)} {'is' if len(empty) == 1 else 'are'} empty")
             else:
                 try:
-                    line = one_line(fragment.render(fragment.extract(result.data)))
+                    line = one_line(fragment.render(fragment.extract(data)))
                 except Exception as e:  # a payload of an unexpected shape must not stop the decision
                     missing = Reason("unreachable", f"{fragment.service} payload malformed at "
                                      f"data.{fragment.fields[0]} ({type(e).__name__})")

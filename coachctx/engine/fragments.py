@@ -39,6 +39,8 @@ class Fragment:
 
 
 def _lookup(data: Mapping[str, Any], path: str) -> Any:
+    if type(data) is dict and "." not in path:  # the usual case: a top-level field
+        return data.get(path)
     value: Any = data
     for part in path.split("."):
         if not (type(value) is dict or isinstance(value, Mapping)):
@@ -52,6 +54,8 @@ def _is_empty(value: Any) -> bool:
 
 
 def _fmt(value: Any) -> str:
+    if type(value) is str:  # the usual case first
+        return value
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, list | tuple):
