@@ -16,8 +16,9 @@ from coachctx.engine.text import Tokens, stem
 if TYPE_CHECKING:
     from coachctx.engine.matching.table import TermMatcher
 
-Start = tuple[int, str, tuple[Term, ...], bool]
-"""(algorithm index, the stem, the one-word terms, whether longer phrases start here)"""
+Start = tuple[int, str, tuple[Term, ...], frozenset[str]]
+"""(algorithm index, the stem, the one-word terms, the stems that follow it in the table's longer
+phrases: none when no longer phrase starts here)"""
 
 
 class PhraseStarts:
@@ -56,11 +57,16 @@ class PhraseStarts:
         return starts
 
     def _index_stems(self) -> dict[str, tuple[Start, ...]]:
-        by_stem: dict[str, list[tuple[int, str, tuple[Term, ...], bool]]] = {}
+        by_stem: dict[str, list[tuple[int, str, tuple[Term, ...], frozenset[str]]]] = {}
         for ai, algorithm in enumerate(self.algorithms):
-            phrases, heads = self.stemmed[algorithm], self.heads[algorithm]
+            phrases = self.stemmed[algorithm]
+            seconds: dict[str, set[str]] = {}
+            for phrase in phrases:
+                if len(phrase) > 1:
+                    seconds.setdefault(phrase[0], set()).add(phrase[1])
             for first in self.firsts[algorithm]:
-                by_stem.setdefault(first, []).append((ai, algorithm, phrases.get((first,), ()), (first,) in heads))
+                by_stem.setdefault(first, []).append(
+                    (ai, algorithm, phrases.get((first,), ()), frozenset(seconds.get(first, ()))))
         self._by_stem.update({first: tuple(entries) for first, entries in by_stem.items()})
         return self._by_stem
 
@@ -133,21 +139,26 @@ def _look_up_words(matcher: TermMatcher, words: tuple[str, ...]) -> tuple[
 def _add_phrases(matcher: TermMatcher, words: tuple[str, ...], starts: list[tuple[int, int, Start]],
                  evidence: _Evidence) -> None:
     algorithms, heads_of = matcher.starts.algorithms, matcher.starts.heads
-    for ai, i, (_, first, singles, longer) in starts:
+    last = len(words) - 1
+    for ai, i, (_, first, singles, seconds) in starts:
         if singles:
             evidence.add(singles, i, 1)
-        if not longer:
+        if not seconds or i == last:
             continue
         algorithm = algorithms[ai]
+        follow = words[i + 1] if algorithm == "prefix" else stem(words[i + 1], algorithm)
+        if follow not in seconds:
+            continue  # no longer phrase of the table goes on with the next word: the usual case
         phrases, heads = matcher.stemmed[algorithm], heads_of[algorithm]
         phrase: tuple[str, ...] = (first,)
         for j in range(i + 1, min(i + matcher.longest_phrase, len(words))):
-            phrase = (*phrase, words[j] if algorithm == "prefix" else stem(words[j], algorithm))
+            phrase = (*phrase, follow)
             entries = phrases.get(phrase)
             if entries:
                 evidence.add(entries, i, len(phrase))
-            if phrase not in heads:
+            if phrase not in heads or j == last:
                 break  # no longer phrase starts with these words
+            follow = words[j + 1] if algorithm == "prefix" else stem(words[j + 1], algorithm)
 
 
 def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
