@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bench.measure import AppResult
+from bench.speed import AppResult
 from bench.workload import ROOT, dev_rows
 
 CHROMIUM: Final = os.environ.get("COACHCTX_CHROMIUM", "/usr/bin/chromium")
