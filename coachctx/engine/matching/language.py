@@ -4,6 +4,7 @@ language's term (a "false friend": in an English question, "tired" is not Spanis
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Final
 
 from coachctx.engine.common_words import everyday_languages, question_language
@@ -50,5 +51,12 @@ def language_of(tokens: Tokens) -> str | None:
     """`question_language` of the question's words, once per question for every matcher."""
     key = "question_language"
     if key not in tokens.memo:
-        tokens.memo[key] = question_language(tokens.words)
+        tokens.memo[key] = language_of_words(tokens.words)
     return tokens.memo[key]  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=8192)
+def language_of_words(words: tuple[str, ...]) -> str | None:
+    """`question_language`, memoised per sequence of words: a question asked again (or another with
+    the same words) does not add up every everyday word's votes again."""
+    return question_language(words)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from coachctx.engine.matching.language import language_of_words
 from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher, table_fingerprint
@@ -92,13 +93,15 @@ def compile_matchers(policy: Policy) -> None:
 
 
 def forget_words(*policies: Policy) -> None:
-    """Empty every per-word memo (word splits, stems, phrase starts, fuzzy and compound readings), and the
-    given policies' memoised routes: the state of a process that has never seen a question. For
-    measuring never-seen questions."""
+    """Empty every per-word memo (word splits, scripts, stems, phrase starts, fuzzy and compound
+    readings, which words may have readings, the languages of word sequences), and the given
+    policies' memoised routes: the state of a process that has never seen a question. For measuring
+    never-seen questions."""
     clear_word_memos()
     word_stems.cache_clear()
     part_stems.cache_clear()
     may_have_readings.cache_clear()
+    language_of_words.cache_clear()
     for matcher in _COMPILED.values():
         matcher.starts.forget()
         matcher.readings.forget()
