@@ -106,7 +106,7 @@ def find_terms(matcher: TermMatcher, tokens: Tokens) -> list[Term]:
     starts, unknown = _look_up_words(matcher, tokens.words)
     _add_phrases(matcher, tokens.words, starts, evidence)
     _add_substrings(matcher, tokens, evidence.found)
-    _add_prefixes(matcher, tokens.words, evidence.found)
+    _add_prefixes(matcher, tokens, evidence.found)
     _add_readings(unknown, evidence)
     return list(evidence.found.values())
 
@@ -176,15 +176,23 @@ def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str,
             found.setdefault((entry.label, entry.term), entry)
 
 
-def _add_prefixes(matcher: TermMatcher, words: tuple[str, ...], found: dict[tuple[str, str], Term]) -> None:
-    if not matcher.prefix_index:
-        return
-    for w in words:
+def _add_prefixes(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
+    if not matcher.prefix_index or matcher.prefix_firsts.isdisjoint(_initials(tokens)):
+        return  # no word starts with a letter a prefix term starts with: most questions
+    for w in tokens.words:
         if w[:1] not in matcher.prefix_firsts:
             continue
         for k in range(1, min(len(w), matcher.longest_prefix) + 1):
             for entry in matcher.prefix_index.get(w[:k], ()):
                 found.setdefault((entry.label, entry.term), entry)
+
+
+def _initials(tokens: Tokens) -> frozenset[str]:
+    """The first letters of the question's words, once per question for every matcher."""
+    found = tokens.memo.get("initials")
+    if found is None:
+        found = tokens.memo["initials"] = frozenset(w[:1] for w in tokens.words)
+    return found  # type: ignore[return-value]
 
 
 def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], evidence: _Evidence) -> None:
