@@ -23,8 +23,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
 def one_line(text: str) -> str:
     """Athlete data is data: newlines and control characters become spaces, code fences are
     defused, and the line is capped, so no field can start a line of its own in the prompt."""
-    text = _CONTROL.sub(" ", text).replace("```", "'''")
-    text = " ".join(text.split())
+    if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "
+            and "```" not in text):
+        # a printable text holds no control characters and no whitespace but the plain space: with
+        # no doubled, leading or trailing space and no code fence there is nothing to change
+        text = _CONTROL.sub(" ", text).replace("```", "'''")
+        text = " ".join(text.split())
     return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "…"
 
 

@@ -69,7 +69,8 @@ def _fields(fact: Any, labels: Mapping[str, str]) -> str:
     """`label value` pairs for the keys present, in the order of `labels`."""
     if not (type(fact) is dict or isinstance(fact, Mapping)):
         return _fmt(fact)
-    parts = [f"{label} {_fmt(fact[key])}".strip() for key, label in labels.items() if fact.get(key) not in (None, "", [])]
+    parts = [f"{label} {_fmt(value)}".strip() for key, label in labels.items()
+             if (value := fact.get(key)) not in (None, "", [])]
     return ", ".join(parts) if parts else _fmt(fact)
 
 
