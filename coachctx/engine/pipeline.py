@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _pkg_version
-from typing import Final, cast, get_args
+from typing import Final, TypeVar, cast, get_args
 
 from coachctx.engine.audit import audit
 from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact, Prepared, prepared
@@ -32,11 +32,11 @@ from coachctx.engine.decision import (
     TokenCounts,
     frozen_map,
 )
-from coachctx.engine.fragments import BY_NAME
+from coachctx.engine.fragments import BY_NAME, FRAGMENT_NAMES
 from coachctx.engine.lookup import Named, evidence_of, lookup
 from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in
 from coachctx.engine.modifiers import ApplyScope
-from coachctx.engine.plan import MISSING, Plan
+from coachctx.engine.plan import MISSING, Plan, Role
 from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy, ScopeName
 from coachctx.engine.prompt import build_naive_prompt, build_prompt, system_block
 from coachctx.engine.prompt import naive_tokens as naive_tokens_of
@@ -49,9 +49,12 @@ from coachctx.errors import InputError
 
 MAX_QUESTION_CHARS: Final = 2000
 PLAN_MEMO_LIMIT: Final = 4096
-"""Plans memoised per policy; the memo is emptied when it reaches this many."""
+"""Plans, lookup plans and requested-by maps memoised per policy; each memo is emptied when it
+reaches this many."""
 SCOPE_REQUESTS: Final[tuple[str, ...]] = get_args(ScopeRequest)
 COST_MODES: Final = ("hand", "measured")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 try:
     VERSION: Final = _pkg_version("coachctx")
@@ -208,15 +211,26 @@ def max_words_for(decided: Route, policy: Policy) -> int:
 
 def _fragments(plan: Plan, policy: Policy, fragment_facts: Mapping[str, FragmentFact],
                costs: Mapping[str, int]) -> tuple[FragmentDecision, ...]:
+    requested_by = _requested_by(policy, plan.considered)
     return tuple(
         FragmentDecision(
             name=s.name, status=s.status, role=s.role, reasons=s.reasons,
             cost=costs[s.name], cost_hand=fragment_facts[s.name].hand_cost,
             cost_measured=fragment_facts[s.name].measured_cost, line=fragment_facts[s.name].line,
-            service=BY_NAME[s.name].service,
-            requested_by=frozen_map({i: r for i in plan.considered
-                                     if (r := policy.intent(i).requests(s.name)) is not None}))
+            service=BY_NAME[s.name].service, requested_by=requested_by[s.name])
         for s in plan.fragments)
+
+
+def _requested_by(policy: Policy, considered: tuple[str, ...]) -> Mapping[str, Mapping[str, Role]]:
+    """Fragment -> which of the intents read asks for it, and as what: once per policy and set of
+    intents read (read-only maps, shared by the Decisions that read the same intents)."""
+    memo: dict[tuple[str, ...], Mapping[str, Mapping[str, Role]]] = policy.derived("requested_by", lambda _: {})
+    found = memo.get(considered)
+    if found is None:
+        found = _remember(memo, considered, {
+            name: frozen_map({i: r for i in considered if (r := policy.intent(i).requests(name)) is not None})
+            for name in FRAGMENT_NAMES})
+    return found
 
 
 def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
@@ -261,12 +275,12 @@ def _lookup_key(decided: Route, clinical: Sequence[str], named: Named, soften_ex
             tuple(clinical), tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
 
 
-def _remember(memo: dict[object, Plan], key: object, plan: Plan) -> Plan:
-    """Keep a plan in a bounded memo: emptied when it reaches `PLAN_MEMO_LIMIT`."""
+def _remember(memo: dict[_K, _V], key: _K, value: _V) -> _V:
+    """Keep a value in a bounded memo: emptied when it reaches `PLAN_MEMO_LIMIT`."""
     if len(memo) >= PLAN_MEMO_LIMIT:
         memo.clear()
-    memo[key] = plan
-    return plan
+    memo[key] = value
+    return value
 
 
 def _coverage(plan: Plan) -> float:
