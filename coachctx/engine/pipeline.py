@@ -130,7 +130,7 @@ def select(
                     named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
     return _decision(
         question, bundle, policy, decided, plan, ready, clinical,
-        scope=ScopeChoice(requested, cast(ScopeName | None, effective),
+        scope=ScopeChoice(requested, cast("ScopeName | None", effective),
                           None if inferred_from is None else tuple(inferred_from)),
         tier=tier if budget is None else "custom", spend=spend, cost_mode=cost_mode, count_naive=count_naive,
         policy_ref=PolicyRef(policy_source, policy.digest, policy_version))
@@ -292,6 +292,16 @@ def _coverage(plan: Plan) -> float:
 
 
 def _intent(r: Route, policy: Policy) -> IntentChoice:
+    """The route as the Decision records it: once per Route object (routes without a model are
+    shared by the questions that match alike), kept beside the route so an id is never reused."""
+    memo: dict[int, tuple[Route, IntentChoice]] = policy.derived("intent_choices", lambda _: {})
+    entry = memo.get(id(r))
+    if entry is not None and entry[0] is r:
+        return entry[1]
+    return _remember(memo, id(r), (r, _intent_choice(r, policy)))[1]
+
+
+def _intent_choice(r: Route, policy: Policy) -> IntentChoice:
     top_score = r.scores.scores.get(r.top, 0.0) if r.top else 0.0
     runner_score = r.scores.scores.get(r.runner_up, 0.0) if r.runner_up else 0.0
     return IntentChoice(
