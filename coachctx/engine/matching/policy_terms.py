@@ -95,8 +95,9 @@ def compile_matchers(policy: Policy) -> None:
 def forget_words(*policies: Policy) -> None:
     """Empty every per-word memo (word splits, scripts, stems, phrase starts, fuzzy and compound
     readings, which words may have readings, the languages of word sequences), and the given
-    policies' memoised routes: the state of a process that has never seen a question. For measuring
-    never-seen questions."""
+    policies' memoised routes and lookup plans (what a question's matched terms decide before the
+    bundle is read): the state of a process that has never seen a question. For measuring never-seen
+    questions."""
     clear_word_memos()
     word_stems.cache_clear()
     part_stems.cache_clear()
@@ -106,4 +107,5 @@ def forget_words(*policies: Policy) -> None:
         matcher.starts.forget()
         matcher.readings.forget()
     for policy in policies:
-        policy.derived("routes", lambda _: {}).clear()
+        for memo in ("routes", "lookups"):
+            policy.derived(memo, lambda _: {}).clear()
