@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.corpus import summary as corpus_summary
-from bench.measure import AppResult, BudgetRow, GrowthPoint, ImpactResult, QualityRow, Timing, TokenRow
+from bench.measure import BudgetRow, GrowthPoint, QualityRow, TokenRow
+from bench.speed import AppResult, ImpactResult, Timing
 from bench.suggest import METHOD, SuggestResult, summary_lines
 
 ORIGINAL = {"selected": 259, "naive": 416, "saving": 0.377}

@@ -11,7 +11,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -19,11 +20,12 @@ from bench import grow
 from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
 from bench.measure import (
-    measure_app,
+    BudgetRow,
+    GrowthPoint,
+    QualityRow,
+    TokenRow,
     measure_budget,
     measure_growth,
-    measure_impact,
-    measure_pipeline_speed,
     measure_quality,
     measure_tokens,
 )
@@ -44,10 +46,12 @@ from bench.report import (
     token_summary,
 )
 from bench.server_rerun import measure_server_rerun
-from bench.suggest import measure_suggest
-from bench.workload import DEV_QUESTIONS, ROOT, dev_rows, sample_bundles
+from bench.speed import AppResult, ImpactResult, Timing, measure_app, measure_impact, measure_pipeline_speed
+from bench.suggest import SuggestResult, measure_suggest
+from bench.workload import DEV_QUESTIONS, ROOT, Row, dev_rows, sample_bundles
 from coachctx.engine.fragments import FRAGMENTS
-from coachctx.engine.policy import DEFAULT_POLICY_PATH, load_policy
+from coachctx.engine.policy import DEFAULT_POLICY_PATH, Policy, load_policy
+from coachctx.engine.services import Bundle
 
 OUT_DIR = Path(__file__).resolve().parent
 GROWTH_LEVELS = (-1, 0, 1, 2, 4, 8, 16, 32, 64)
@@ -98,26 +102,34 @@ def machine(pinned: str, policy_digest: str, load_before: tuple[float, ...]) -> 
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller samples (a smoke run, not for the report)")
-    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where REPORT.md and the PNGs go")
-    args = parser.parse_args(argv)
-    scale = 0.1 if args.quick else 1.0
-    started = time.perf_counter()
-    for name in MODEL_ENV:
-        os.environ.pop(name, None)
-    os.chdir(ROOT)
-    pinned = pin_to_one_core()
-    load_before = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+@dataclass(frozen=True)
+class Results:
+    """Every measurement of one run, and what it was run on."""
 
-    policy = load_policy()
-    rows = dev_rows()
-    bundles = sample_bundles()
+    policy: Policy
+    rows: list[Row]
+    bundles: dict[str, Bundle]
+    tokens: list[TokenRow]
+    growth: list[GrowthPoint]
+    quality: list[QualityRow]
+    decided: dict[str, list[QualityRow]]
+    """Corpus split -> its rows decided."""
+    baselines: dict[str, float]
+    """Corpus split -> its median prompt before issue 8."""
+    by_language: dict[str, tuple[list[QualityRow], float]]
+    """Language -> the test half's rows in it, and their median prompt before issue 8."""
+    learned: SuggestResult
+    pipeline: list[Timing]
+    impact: ImpactResult
+    app: AppResult
+    server: AppResult
+    budget: list[BudgetRow]
 
-    def step(what: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {what}", file=sys.stderr, flush=True)
 
+def measure_all(scale: float, step: Callable[[str], None]) -> Results:
+    """Every measurement in report order, on the checked-in policy, the dev questions, the corpus and
+    the sample athletes; `scale` shrinks the speed samples (a smoke run)."""
+    policy, rows, bundles = load_policy(), dev_rows(), sample_bundles()
     step(f"tokens: {len(bundles)} athletes x {len(rows)} questions")
     tokens = measure_tokens(rows, bundles, policy)
     step(f"growth: levels {GROWTH_LEVELS}")
@@ -146,24 +158,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = measure_server_rerun([r.q for r in rows[:10]])
     step("budget")
     budget = measure_budget(rows, bundles, policy)
-    step("report")
+    return Results(policy, rows, bundles, tokens, growth, quality, decided, baselines, by_language, learned,
+                   pipeline, impact, app, server, budget)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    pngs = growth_plots(growth, args.out)
-    load_after = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    info = machine(pinned, policy.digest, load_before)
-    info["load average at end (1/5/15 min)"] = " / ".join(f"{x:.2f}" for x in load_after)
-    info["run time"] = f"{time.perf_counter() - started:.0f} s"
-    ts, qs = token_summary(tokens), quality_summary(quality)
-    named = {t.name: t for t in pipeline}
-    full = pipeline[0]
+
+def summary_rows(r: Results) -> list[list[str]]:
+    """The summary table: one row per headline figure."""
+    ts, qs = token_summary(r.tokens), quality_summary(r.quality)
+    named = {t.name: t for t in r.pipeline}
+    full = r.pipeline[0]
     route_only = named["routing + selection alone"]
     fresh = named["full decision, fresh bundle, naive count off"]
     tiktoken_alone = named["tiktoken alone: encode the texts each decision above must count"]
     unseen_route = named.get("routing + selection, never-seen multilingual questions")
-    paid = [b for b in budget if b.tier == "paid"]
-    free = [b for b in budget if b.tier == "free"]
-    summary = [
+    growth, learned, impact, app, server = r.growth, r.learned, r.impact, r.app, r.server
+    return [
         ["tokens, median selected / naive / oracle", f"{ts['selected']:.0f} / {ts['naive']:.0f} / {ts['oracle']:.0f}"],
         ["saving vs naive (ours / original design)", f"{pct(ts['saving'])} / {pct(ORIGINAL['saving'])} "
                                                      f"({ORIGINAL['selected']} vs {ORIGINAL['naive']})"],
@@ -175,13 +184,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ["decided by rules / needs the model", f"{pct(qs['rules_share'])} / {pct(1 - qs['rules_share'])}"],
         *([f"corpus {split} half: route accuracy / needs recall / in-domain matching nothing",
            f"{pct(c['route_accuracy'])} / {pct(c['needs_recall'])} / {pct(c['matched_nothing_in_domain'])}"]
-          for split in ("test", "tune") for c in [corpus_summary(decided[split])]),
+          for split in ("test", "tune") for c in [corpus_summary(r.decided[split])]),
         ["thinned policy: test-half accuracy gap recovered by learning on tune",
          f"{pct(learned.recovered('test'))} ({pct(learned.figure('test', 'thinned', 'route_accuracy'))} -> "
          f"{pct(learned.figure('test', 'learned', 'route_accuracy'))}; full "
          f"{pct(learned.figure('test', 'full', 'route_accuracy'))}; learn {learned.learn_seconds:.0f} s)"],
         ["corpus test half: median prompt (before issue 8)",
-         f"{corpus_summary(decided['test'])['median_prompt']:.0f} ({baselines['test']:.0f})"],
+         f"{corpus_summary(r.decided['test'])['median_prompt']:.0f} ({r.baselines['test']:.0f})"],
         ["decisions/s, full pipeline (cold tokens)", f"{full.per_second:,.0f} (p50 {full.p50_ms:.2f} ms, "
                                                      f"p99 {full.p99_ms:.2f} ms)"],
         ["decisions/s, routing + selection", f"{route_only.per_second:,.0f} (p50 {route_only.p50_ms:.3f} ms, "
@@ -198,32 +207,67 @@ def main(argv: Sequence[str] | None = None) -> int:
         ["app rerun, real server + Chromium (median / max)",
          f"{statistics.median(server.reruns_s) * 1000:.0f} / {max(server.reruns_s) * 1000:.0f} ms"
          if server.measured else server.note],
-        ["free tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in free)],
-        ["paid tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in paid)],
+        ["free tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in r.budget
+                                                         if b.tier == "free")],
+        ["paid tier binds (hand / measured)", " / ".join(pct(b.bound / b.decisions) for b in r.budget
+                                                         if b.tier == "paid")],
     ]
-    hand_total = sum(f.cost for f in FRAGMENTS)
-    lines = [
+
+
+def report_lines(r: Results, summary: list[list[str]], pngs: list[str], info: dict[str, str], pinned: str,
+                 load_before: tuple[float, ...]) -> list[str]:
+    """REPORT.md: the summary, then every section, then the machine."""
+    return [
         "# coachctx benchmark report",
         "",
         f"Written by `make bench` (`python -m bench.run`) on {info['date']}; every number below comes from that "
         f"run on the machine described at the end. Questions: `{DEV_QUESTIONS.relative_to(ROOT.parent)}` "
-        f"({len(rows)} rows); athletes: `sample_athletes/` ({', '.join(bundles)}).",
+        f"({len(r.rows)} rows); athletes: `sample_athletes/` ({', '.join(r.bundles)}).",
         "",
         "## Summary",
         "",
         *table(["", ""], summary),
         "",
-        *token_section(tokens), "",
-        *growth_section(growth, pngs, grow.__doc__ or ""), "",
-        *quality_section(quality), "",
-        *corpus_section(decided, baselines, by_language, BASELINE_COMMIT), "",
-        *suggest_section(learned), "",
-        *speed_section(pipeline, impact, app, server, pinned, load_before[0], os.cpu_count() or 1), "",
-        *budget_section(budget, growth, hand_total), "",
+        *token_section(r.tokens), "",
+        *growth_section(r.growth, pngs, grow.__doc__ or ""), "",
+        *quality_section(r.quality), "",
+        *corpus_section(r.decided, r.baselines, r.by_language, BASELINE_COMMIT), "",
+        *suggest_section(r.learned), "",
+        *speed_section(r.pipeline, r.impact, r.app, r.server, pinned, load_before[0], os.cpu_count() or 1), "",
+        *budget_section(r.budget, r.growth, sum(f.cost for f in FRAGMENTS)), "",
         *machine_section(info), "",
     ]
+
+
+def _load() -> tuple[float, ...]:
+    return os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller samples (a smoke run, not for the report)")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where REPORT.md and the PNGs go")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    for name in MODEL_ENV:
+        os.environ.pop(name, None)
+    os.chdir(ROOT)
+    pinned = pin_to_one_core()
+    load_before = _load()
+
+    def step(what: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {what}", file=sys.stderr, flush=True)
+
+    results = measure_all(0.1 if args.quick else 1.0, step)
+    step("report")
+    args.out.mkdir(parents=True, exist_ok=True)
+    pngs = growth_plots(results.growth, args.out)
+    info = machine(pinned, results.policy.digest, load_before)
+    info["load average at end (1/5/15 min)"] = " / ".join(f"{x:.2f}" for x in _load())
+    info["run time"] = f"{time.perf_counter() - started:.0f} s"
+    summary = summary_rows(results)
     report = args.out / "REPORT.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
+    report.write_text("\n".join(report_lines(results, summary, pngs, info, pinned, load_before)), encoding="utf-8")
     width = max(len(k) for k, _ in summary)
     print(f"\ncoachctx benchmark ({info['CPU']}; {pinned})")
     for k, v in summary:

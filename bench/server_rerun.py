@@ -1,7 +1,8 @@
 """A playground rerun as a coach meets it: `streamlit run app.py` on a free 127.0.0.1 port, headless
 Chromium (Debian's /usr/bin/chromium through Playwright), a question typed into the box, and the time
-from the Enter key to the page saying its script has finished (`data-test-script-state` back to
-`notRunning`), read in the page's own clock.
+from the Enter key to the end of the rerun as the page meets it: the server's script-finished message
+arriving, or the page drawing its script state back to `notRunning` when that comes later, read in the
+page's own clock.
 
     python -m bench.server_rerun            print the figures for the dev questions
 
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bench.measure import AppResult
+from bench.speed import AppResult
 from bench.workload import ROOT, dev_rows
 
 CHROMIUM: Final = os.environ.get("COACHCTX_CHROMIUM", "/usr/bin/chromium")
@@ -34,8 +35,45 @@ START_TIMEOUT_S: Final = 60
 UI_TIMEOUT_MS: Final = 60_000
 MODEL_ENV: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")
 
-# Records every change of the app's script state with the page's clock, so a rerun too quick to
-# be seen by polling is still timed from the key press to the end of the run.
+# The end of a rerun is the server's `script_finished` message (ForwardMsg field 6, value 0:
+# FINISHED_SUCCESSFULLY) reaching the page, read off the websocket before the app handles it. The
+# page's script-state attribute alone misses a quick rerun: its "running" and "notRunning" updates
+# can be drawn in one frame, so the attribute never changes. Installed before the page loads.
+_WATCH_SOCKET: Final = """(() => {
+  window.__finishes = [];
+  const scriptFinished = (buffer) => {  // the value of field 6 of a ForwardMsg, or null
+    const bytes = new Uint8Array(buffer);
+    let i = 0;
+    const varint = () => {
+      let value = 0, shift = 0, byte;
+      do { byte = bytes[i++]; value += (byte & 0x7f) * 2 ** shift; shift += 7; } while (byte & 0x80 && i < bytes.length);
+      return value;
+    };
+    while (i < bytes.length) {
+      const tag = varint(), field = Math.floor(tag / 8), wire = tag % 8;
+      if (field === 6 && wire === 0) return varint();
+      if (wire === 0) varint();
+      else if (wire === 2) { const length = varint(); i += length; }  // not `i += varint()`: i is read first
+      else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return null;
+    }
+    return null;
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (event) => {
+        if (event.data instanceof ArrayBuffer && scriptFinished(event.data) === 0) {
+          window.__finishes.push(performance.now());
+        }
+      });
+    }
+  };
+})();"""
+# Records every change of the app's script state with the page's clock: when the page draws
+# "notRunning" after the finish message arrived, the rerun ends there instead.
 _WATCH_STATE: Final = """() => {
   window.__states = [];
   if (window.__watching) return;
@@ -45,9 +83,13 @@ _WATCH_STATE: Final = """() => {
     .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }"""
 _MARK: Final = "() => { window.__pressed = performance.now(); }"
-_FINISHED: Final = """() => window.__states.some(([t, s]) => t > window.__pressed && s === 'running')
-  && window.__states[window.__states.length - 1][1] === 'notRunning'"""
-_ELAPSED_MS: Final = "() => window.__states[window.__states.length - 1][0] - window.__pressed"
+_FINISHED: Final = """() => window.__finishes.some((t) => t > window.__pressed)
+  && document.querySelector("[data-testid='stApp']").getAttribute('data-test-script-state') === 'notRunning'"""
+_ELAPSED_MS: Final = """() => {
+  const end = window.__finishes[window.__finishes.length - 1];
+  const drawn = window.__states.filter(([t, s]) => t >= end && s === 'notRunning');
+  return (drawn.length ? drawn[drawn.length - 1][0] : end) - window.__pressed;
+}"""
 
 
 def _free_port() -> int:
@@ -103,6 +145,7 @@ def _drive(url: str, questions: Sequence[str]) -> tuple[float, list[float]]:
         browser = manager.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.add_init_script(_WATCH_SOCKET)
             started = time.perf_counter()
             page.goto(url)
             page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",

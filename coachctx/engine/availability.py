@@ -7,7 +7,7 @@ import re
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from coachctx.engine.fragments import FRAGMENTS
 from coachctx.engine.plan import FragmentState, Plan, Reason
@@ -23,8 +23,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
 def one_line(text: str) -> str:
     """Athlete data is data: newlines and control characters become spaces, code fences are
     defused, and the line is capped, so no field can start a line of its own in the prompt."""
-    text = _CONTROL.sub(" ", text).replace("```", "'''")
-    text = " ".join(text.split())
+    if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "
+            and "```" not in text):
+        # a printable text holds no control characters and no whitespace but the plain space: with
+        # no doubled, leading or trailing space and no code fence there is nothing to change
+        text = _CONTROL.sub(" ", text).replace("```", "'''")
+        text = " ".join(text.split())
     return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "…"
 
 
@@ -43,6 +47,7 @@ class FragmentFact:
 def facts(bundle: Bundle) -> Mapping[str, FragmentFact]:
     """Every fragment's line or the reason it has none."""
     out: dict[str, FragmentFact] = {}
+    payloads: dict[str, Mapping[str, Any]] = {}
     for fragment in FRAGMENTS:
         result = bundle[fragment.service]
         line: str | None = None
@@ -52,13 +57,16 @@ def facts(bundle: Bundle) -> Mapping[str, FragmentFact]:
         elif result.status == "never_computed":
             missing = Reason("never_computed", result.detail)
         else:
-            empty = fragment.empty_fields(result.data)
+            data = payloads.get(fragment.service)
+            if data is None:  # read once per service, not once per fragment
+                data = payloads[fragment.service] = result.data
+            empty = fragment.empty_fields(data)
             if empty:
                 missing = Reason("empty_field", f"{fragment.service} payload arrived, but "
                                  f"{' and '.join('data.' + f for f in empty)} {'is' if len(empty) == 1 else 'are'} empty")
             else:
                 try:
-                    line = one_line(fragment.render(fragment.extract(result.data)))
+                    line = one_line(fragment.render(fragment.extract(data)))
                 except Exception as e:  # a payload of an unexpected shape must not stop the decision
                     missing = Reason("unreachable", f"{fragment.service} payload malformed at "
                                      f"data.{fragment.fields[0]} ({type(e).__name__})")
@@ -77,14 +85,6 @@ class Prepared:
     """cost mode -> fragment -> cost"""
     payload: object = field(repr=False)
     _lazy: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
-
-    def used_before(self) -> bool:
-        """False the first time it is asked, True after: a bundle seen once counts its prompt
-        whole (one encode); one seen again sums the cached pieces (none)."""
-        if "used" in self._lazy:
-            return True
-        self._lazy["used"] = True
-        return False
 
     @property
     def naive_json(self) -> str:

@@ -39,6 +39,8 @@ class Fragment:
 
 
 def _lookup(data: Mapping[str, Any], path: str) -> Any:
+    if type(data) is dict and "." not in path:  # the usual case: a top-level field
+        return data.get(path)
     value: Any = data
     for part in path.split("."):
         if not (type(value) is dict or isinstance(value, Mapping)):
@@ -52,6 +54,8 @@ def _is_empty(value: Any) -> bool:
 
 
 def _fmt(value: Any) -> str:
+    if type(value) is str:  # the usual case first
+        return value
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, list | tuple):
@@ -65,7 +69,8 @@ def _fields(fact: Any, labels: Mapping[str, str]) -> str:
     """`label value` pairs for the keys present, in the order of `labels`."""
     if not (type(fact) is dict or isinstance(fact, Mapping)):
         return _fmt(fact)
-    parts = [f"{label} {_fmt(fact[key])}".strip() for key, label in labels.items() if fact.get(key) not in (None, "", [])]
+    parts = [f"{label} {_fmt(value)}".strip() for key, label in labels.items()
+             if (value := fact.get(key)) not in (None, "", [])]
     return ", ".join(parts) if parts else _fmt(fact)
 
 

@@ -4,7 +4,6 @@ the policy's own reason string."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from coachctx.engine.plan import FragmentState, Plan, Reason
 from coachctx.engine.policy import Modifier, Policy
@@ -45,6 +44,8 @@ class ApplyScope:
             else:
                 continue
             changes[m.fragment] = state
+        if not changes and not warnings:
+            return plan  # nothing moved: the plan is already in prompt order
         return _move_demoted_last(plan.update(changes).reorder(), changes).noted(warnings=warnings)
 
 
@@ -68,4 +69,4 @@ def _move_demoted_last(plan: Plan, changes: dict[str, FragmentState]) -> Plan:
         return plan
     rest = [s for s in plan.fragments if s not in demoted]
     cut = max((i + 1 for i, s in enumerate(rest) if s.role != "none"), default=0)
-    return replace(plan, fragments=(*rest[:cut], *demoted, *rest[cut:]))
+    return plan.with_fragments((*rest[:cut], *demoted, *rest[cut:]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _pkg_version
-from typing import Final, cast, get_args
+from typing import Final, TypeVar, cast, get_args
 
 from coachctx.engine.audit import audit
 from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact, Prepared, prepared
@@ -32,11 +32,11 @@ from coachctx.engine.decision import (
     TokenCounts,
     frozen_map,
 )
-from coachctx.engine.fragments import BY_NAME
+from coachctx.engine.fragments import BY_NAME, FRAGMENT_NAMES
 from coachctx.engine.lookup import Named, evidence_of, lookup
 from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in
 from coachctx.engine.modifiers import ApplyScope
-from coachctx.engine.plan import MISSING, Plan
+from coachctx.engine.plan import MISSING, Plan, Role
 from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy, ScopeName
 from coachctx.engine.prompt import build_naive_prompt, build_prompt, system_block
 from coachctx.engine.prompt import naive_tokens as naive_tokens_of
@@ -49,9 +49,12 @@ from coachctx.errors import InputError
 
 MAX_QUESTION_CHARS: Final = 2000
 PLAN_MEMO_LIMIT: Final = 4096
-"""Plans memoised per policy; the memo is emptied when it reaches this many."""
+"""Plans, lookup plans and requested-by maps memoised per policy; each memo is emptied when it
+reaches this many."""
 SCOPE_REQUESTS: Final[tuple[str, ...]] = get_args(ScopeRequest)
 COST_MODES: Final = ("hand", "measured")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 try:
     VERSION: Final = _pkg_version("coachctx")
@@ -127,7 +130,7 @@ def select(
                     named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
     return _decision(
         question, bundle, policy, decided, plan, ready, clinical,
-        scope=ScopeChoice(requested, cast(ScopeName | None, effective),
+        scope=ScopeChoice(requested, cast("ScopeName | None", effective),
                           None if inferred_from is None else tuple(inferred_from)),
         tier=tier if budget is None else "custom", spend=spend, cost_mode=cost_mode, count_naive=count_naive,
         policy_ref=PolicyRef(policy_source, policy.digest, policy_version))
@@ -189,8 +192,9 @@ def _token_counts(system: str, lines: Sequence[tuple[str, str]], question: str, 
                   count_naive: bool) -> tuple[int, int | None, float | None]:
     """The prompt's tokens, and the naive baseline's with what the prompt saves (None without it)."""
     question_tokens = count_once(question)
-    # a bundle's first prompt: one encode of the whole, cheaper than its pieces counted apart
-    prompt = prompt_tokens_of(system, lines, question, question_tokens=question_tokens, pieces=ready.used_before())
+    # the lines were counted alone for their measured costs: the prompt adds only the system block
+    prompt = prompt_tokens_of(system, lines, question, question_tokens=question_tokens,
+                              line_tokens=[ready.facts[name].measured_cost for name, _ in lines])
     if not count_naive:
         return prompt, None, None
     naive = naive_tokens_of(system, ready.naive_payload_tokens, question, question_tokens=question_tokens)
@@ -207,15 +211,26 @@ def max_words_for(decided: Route, policy: Policy) -> int:
 
 def _fragments(plan: Plan, policy: Policy, fragment_facts: Mapping[str, FragmentFact],
                costs: Mapping[str, int]) -> tuple[FragmentDecision, ...]:
+    requested_by = _requested_by(policy, plan.considered)
     return tuple(
         FragmentDecision(
             name=s.name, status=s.status, role=s.role, reasons=s.reasons,
             cost=costs[s.name], cost_hand=fragment_facts[s.name].hand_cost,
             cost_measured=fragment_facts[s.name].measured_cost, line=fragment_facts[s.name].line,
-            service=BY_NAME[s.name].service,
-            requested_by=frozen_map({i: r for i in plan.considered
-                                     if (r := policy.intent(i).requests(s.name)) is not None}))
+            service=BY_NAME[s.name].service, requested_by=requested_by[s.name])
         for s in plan.fragments)
+
+
+def _requested_by(policy: Policy, considered: tuple[str, ...]) -> Mapping[str, Mapping[str, Role]]:
+    """Fragment -> which of the intents read asks for it, and as what: once per policy and set of
+    intents read (read-only maps, shared by the Decisions that read the same intents)."""
+    memo: dict[tuple[str, ...], Mapping[str, Mapping[str, Role]]] = policy.derived("requested_by", lambda _: {})
+    found = memo.get(considered)
+    if found is None:
+        found = _remember(memo, considered, {
+            name: frozen_map({i: r for i in considered if (r := policy.intent(i).requests(name)) is not None})
+            for name in FRAGMENT_NAMES})
+    return found
 
 
 def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
@@ -227,25 +242,45 @@ def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequen
     carries the stages' notes: the intents read, warnings, the budget spent.
 
     Memoised per policy on everything the stages read (each fragment's availability and cost, the
-    budget, scope, route, evidence, clinical and named terms), so a question like one decided
-    before reuses its plan; the plan is immutable, so sharing it is safe."""
-    evidence = evidence_of(decided)
-    key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, decided.intent,
-           decided.contenders, decided.source, decided.matched_nothing, tuple(evidence.items()), tuple(clinical),
-           tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
+    budget, scope, and what lookup reads), so a question like one decided before reuses its plan;
+    lookup's own plan is memoised apart, since it does not depend on the bundle, budget or scope.
+    Plans are immutable, so sharing them is safe."""
+    asked = _lookup_key(decided, clinical, named, soften_excludes)
+    key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, asked)
     memo: dict[object, Plan] = policy.derived("plans", lambda _: {})
     found = memo.get(key)
     if found is None:
-        if len(memo) >= PLAN_MEMO_LIMIT:
-            memo.clear()
-        unmatched = decided.matched_nothing and decided.source == "fallback"
-        plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
-                      evidence=evidence, clinical=clinical, unmatched=unmatched, named=named)
+        lookups: dict[object, Plan] = policy.derived("lookups", lambda _: {})
+        plan = lookups.get(asked)
+        if plan is None:
+            unmatched = decided.matched_nothing and decided.source == "fallback"
+            plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
+                          evidence=evidence_of(decided), clinical=clinical, unmatched=unmatched, named=named)
+            _remember(lookups, asked, plan)
         for stage in (ApplyScope(policy, scope, decided.contenders), DropUnavailable(fragment_facts),
                       SpendBudget(spend, costs)):
             plan = stage(plan)
-        found = memo[key] = plan
+        found = _remember(memo, key, plan)
     return found
+
+
+def _lookup_key(decided: Route, clinical: Sequence[str], named: Named, soften_excludes: bool) -> tuple[object, ...]:
+    """Everything `lookup` reads. Of the evidence, that is which intents have it (in order) and the
+    terms of those it did not route to: a contender's own terms change nothing, so questions that
+    differ only there share a plan."""
+    evidence = evidence_of(decided)
+    ordered = (decided.intent, *decided.contenders)
+    return (decided.intent, decided.contenders, decided.matched_nothing and decided.source == "fallback",
+            tuple(evidence), tuple((i, terms) for i, terms in evidence.items() if i not in ordered),
+            tuple(clinical), tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
+
+
+def _remember(memo: dict[_K, _V], key: _K, value: _V) -> _V:
+    """Keep a value in a bounded memo: emptied when it reaches `PLAN_MEMO_LIMIT`."""
+    if len(memo) >= PLAN_MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 def _coverage(plan: Plan) -> float:
@@ -257,6 +292,16 @@ def _coverage(plan: Plan) -> float:
 
 
 def _intent(r: Route, policy: Policy) -> IntentChoice:
+    """The route as the Decision records it: once per Route object (routes without a model are
+    shared by the questions that match alike), kept beside the route so an id is never reused."""
+    memo: dict[int, tuple[Route, IntentChoice]] = policy.derived("intent_choices", lambda _: {})
+    entry = memo.get(id(r))
+    if entry is not None and entry[0] is r:
+        return entry[1]
+    return _remember(memo, id(r), (r, _intent_choice(r, policy)))[1]
+
+
+def _intent_choice(r: Route, policy: Policy) -> IntentChoice:
     top_score = r.scores.scores.get(r.top, 0.0) if r.top else 0.0
     runner_score = r.scores.scores.get(r.runner_up, 0.0) if r.runner_up else 0.0
     return IntentChoice(

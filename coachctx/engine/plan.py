@@ -8,7 +8,7 @@ typed reason. A `Stage` is any function `Plan -> Plan`; a stage keeps no state o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from coachctx.engine.fragments import FRAGMENT_NAMES
@@ -58,11 +58,13 @@ class FragmentState:
     def __post_init__(self) -> None:
         object.__setattr__(self, "codes", tuple(r.code for r in self.reasons))
 
+    # built directly rather than by `dataclasses.replace`, which inspects the fields on every call:
+    # a plan makes a few dozen of these per question
     def withhold(self, reason: Reason) -> FragmentState:
-        return replace(self, status="withheld", reasons=(*self.reasons, reason))
+        return FragmentState(self.name, self.role, "withheld", (*self.reasons, reason))
 
     def note(self, reason: Reason) -> FragmentState:
-        return replace(self, reasons=(*self.reasons, reason))
+        return FragmentState(self.name, self.role, self.status, (*self.reasons, reason))
 
     @property
     def main_reason(self) -> Reason | None:
@@ -99,20 +101,25 @@ class Plan:
                 return state
         raise KeyError(name)
 
+    def with_fragments(self, fragments: tuple[FragmentState, ...]) -> Plan:
+        """The plan with these fragments in this order, its notes kept."""
+        return Plan(fragments, self.considered, self.warnings, self.spent)
+
     def update(self, changes: Mapping[str, FragmentState]) -> Plan:
-        return replace(self, fragments=tuple(changes.get(s.name, s) for s in self.fragments))
+        if not changes:
+            return self
+        return self.with_fragments(tuple(changes.get(s.name, s) for s in self.fragments))
 
     def reorder(self) -> Plan:
         """Prompt order again after roles changed: primary, secondary, none (stable)."""
         rank = {"primary": 0, "secondary": 1, "none": 2}
-        return replace(self, fragments=tuple(sorted(self.fragments, key=lambda s: rank[s.role])))
+        return self.with_fragments(tuple(sorted(self.fragments, key=lambda s: rank[s.role])))
 
     def noted(self, *, warnings: Sequence[str] = (), spent: int | None = None,
               considered: Sequence[str] | None = None) -> Plan:
         """The plan with a stage's notes added: warnings appended, the others set."""
-        return replace(self, warnings=(*self.warnings, *warnings),
-                       spent=self.spent if spent is None else spent,
-                       considered=self.considered if considered is None else tuple(considered))
+        return Plan(self.fragments, self.considered if considered is None else tuple(considered),
+                    (*self.warnings, *warnings), self.spent if spent is None else spent)
 
     @property
     def selected(self) -> list[str]:

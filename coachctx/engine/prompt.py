@@ -95,26 +95,40 @@ _MESSAGE: Final = 3
 """Tokens OpenAI adds per chat message, and to prime the reply (see `count_messages`)."""
 
 
-def system_tokens(system: str, lines: Sequence[tuple[str, str]], *, pieces: bool = True) -> int:
+def system_tokens(system: str, lines: Sequence[tuple[str, str]], *, pieces: bool = True,
+                  line_tokens: Sequence[int] | None = None) -> int:
     """Tokens of the system message's content: the system block and the context lines. `pieces`
     sums cached pieces (nothing to encode when they recur); otherwise the whole is encoded once,
-    uncached (cheaper for a prompt seen for the first time)."""
+    uncached (cheaper for a prompt seen for the first time). `line_tokens`, the tokens of each line
+    alone (a fragment's measured cost), spare encoding the lines again (`with_newline`)."""
     if not pieces or not all(text[:1].strip() for _, text in lines):
         # a line that is empty or starts with a blank could merge with the newline before it
         # (rendered lines never do: each starts with its label)
         return count_once(build_prompt(system, lines, "").messages[0]["content"])
-    if lines:
-        *head, (_, last_text) = lines
-        return (count_tokens(system + "\n\n") + count_tokens(CONTEXT_HEADER + "\n")
-                + sum(count_tokens(f"{text}\n") for _, text in head)
-                + count_tokens(last_text))
-    return count_tokens(system)
+    if not lines:
+        return count_tokens(system)
+    alone: Sequence[int | None] = line_tokens if line_tokens is not None else [None] * len(lines)
+    *head, ((_, last_text), last) = zip(lines, alone, strict=True)
+    return (count_tokens(system + "\n\n") + count_tokens(CONTEXT_HEADER + "\n")
+            + sum(with_newline(text, n) for (_, text), n in head)
+            + (count_tokens(last_text) if last is None else last))
+
+
+def with_newline(text: str, tokens: int | None = None) -> int:
+    """Tokens of `text + "\\n"`, given the text's own when known. A text that ends in an ASCII
+    letter or digit takes exactly one more: no piece of cl100k's pre-tokeniser runs from a letter or
+    digit into a newline, so the newline is a piece (and a token) of its own. After punctuation
+    or any other character the newline may join the piece before it (".\\n" is one token): counted."""
+    if tokens is not None and text[-1:].isascii() and text[-1:].isalnum():
+        return tokens + 1
+    return count_tokens(f"{text}\n")
 
 
 def prompt_tokens(system: str, lines: Sequence[tuple[str, str]], question: str, *,
-                  question_tokens: int | None = None, pieces: bool = True) -> int:
+                  question_tokens: int | None = None, pieces: bool = True,
+                  line_tokens: Sequence[int] | None = None) -> int:
     """`build_prompt(system, lines, question).tokens`, counted as `system_tokens` says."""
-    return chat_tokens(system_tokens(system, lines, pieces=pieces),
+    return chat_tokens(system_tokens(system, lines, pieces=pieces, line_tokens=line_tokens),
                        count_once(question) if question_tokens is None else question_tokens)
 
 

@@ -56,9 +56,9 @@ class ServiceResult:
     @property
     def data(self) -> Mapping[str, Any]:
         """The payload's `data` object ({} unless status is ok)."""
-        if self.status == "ok" and isinstance(self.body, Mapping):
+        if self.status == "ok" and (type(self.body) is dict or isinstance(self.body, Mapping)):
             data = self.body.get("data")
-            if isinstance(data, Mapping):
+            if type(data) is dict or isinstance(data, Mapping):
                 return data
         return {}
 

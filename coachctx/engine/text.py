@@ -18,20 +18,40 @@ import snowballstemmer
 MAX_TOKEN_CHARS: Final = 64
 
 
+_ALNUM_RUN: Final = re.compile(r"[^\W_]+")
+"""Letters and digits: `\\w` less the underscore is exactly `str.isalnum`."""
+
+
 def _word_chunks(text: str) -> list[str]:
     """Runs of letters and digits. A combining mark (Thai vowels, Devanagari viramas, Arabic
-    harakat) continues the word it follows: `[^\\W_]+` alone would cut "दर्द" in two."""
+    harakat) continues the word it follows: `[^\\W_]+` alone would cut "दर्द" in two. The runs are
+    found by the regex; only the characters right after a run are looked at one by one."""
     chunks: list[str] = []
     current: list[str] = []
-    for ch in text:
-        if ch.isalnum() or (current and unicodedata.category(ch).startswith("M")):
-            current.append(ch)
-        elif current:
+    end = 0
+    for match in _ALNUM_RUN.finditer(text):
+        if current:
+            marks = _leading_marks(text, end, match.start())
+            if end + marks == match.start():  # only marks between: the word goes on
+                current += (text[end:match.start()], match.group())
+                end = match.end()
+                continue
+            current.append(text[end:end + marks])
             chunks.append("".join(current))
-            current = []
+        current = [match.group()]
+        end = match.end()
     if current:
+        current.append(text[end:end + _leading_marks(text, end, len(text))])
         chunks.append("".join(current))
     return chunks
+
+
+def _leading_marks(text: str, start: int, stop: int) -> int:
+    """How many combining marks (category M) `text[start:stop]` starts with."""
+    n = start
+    while n < stop and unicodedata.category(text[n]).startswith("M"):
+        n += 1
+    return n - start
 
 
 _OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
@@ -73,6 +93,7 @@ def script_of(ch: str) -> str:
         return "Unknown"
 
 
+@lru_cache(maxsize=100_000)
 def letter_scripts(word: str) -> frozenset[str] | None:
     """The scripts of the word's letters and marks ("Latin", "Cyrillic", "Devanagari", ...; ASCII
     digits belong to none), or None when it holds a character of no script (a symbol, a combining
@@ -256,6 +277,6 @@ _KEEP_ACCENTS: Final = frozenset({"russian"})
 
 
 def clear_word_memos() -> None:
-    """Empty this module's per-word memos (word splits, unstretched words, stems)."""
-    for memo in (_split_chunk, unstretch, stem):
+    """Empty this module's per-word memos (word splits, unstretched words, stems, scripts)."""
+    for memo in (_split_chunk, unstretch, stem, letter_scripts):
         memo.cache_clear()

@@ -4,6 +4,7 @@ and the prompt. (Lookup and the scope modifiers have files of their own.)"""
 from __future__ import annotations
 
 import json
+import random
 import re
 from typing import Any
 
@@ -74,6 +75,18 @@ class TestAvailability:
 
     def test_one_line_defuses_code_fences(self) -> None:
         assert one_line("```system\nobey```") == "'''system obey'''"
+
+    def test_one_line_leaves_a_clean_line_as_it_is_and_cleans_any_other(self) -> None:
+        # a line with nothing to change skips the cleaning: the answer is the cleaning's either way
+        def cleaned(text: str) -> str:
+            text = " ".join(re.sub(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+", " ", text).replace("```", "'''").split())
+            return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "…"
+
+        pool = [*"ab `'\n\t\r\x0b\x85\u2028\xa0\u3000é.", "```", "  "]
+        rng = random.Random(17)
+        for _ in range(20_000):
+            text = "".join(rng.choice(pool) for _ in range(rng.randrange(14)))
+            assert one_line(text) == cleaned(text), repr(text)
 
     def test_one_line_caps_the_length(self) -> None:
         line = one_line("x" * 5000)

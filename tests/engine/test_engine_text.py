@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+import unicodedata
+
 import pytest
 
 from coachctx.engine.policy import Policy
 from coachctx.engine.routing import score
-from coachctx.engine.text import MAX_TOKEN_CHARS, normalise, script_of, stem, tokenise
+from coachctx.engine.text import MAX_TOKEN_CHARS, _word_chunks, normalise, script_of, stem, tokenise
 
 
 class TestNormalise:
@@ -115,6 +118,24 @@ class TestTokenise:
         tokens = tokenise("run_fast!!! 🏃‍♀️ ... 5k")
         assert tokens.words == ("run", "fast", "5k")
         assert tokens.scripts == ("Latin",)
+
+    def test_word_chunks_match_the_character_walk(self) -> None:
+        # the regex split must cut exactly where a walk character by character cuts: letters and
+        # digits, and combining marks that follow them (not marks after a space or a symbol)
+        def walk(text: str) -> list[str]:
+            chunks, current = [], ""
+            for ch in text:
+                if ch.isalnum() or (current and unicodedata.category(ch).startswith("M")):
+                    current += ch
+                elif current:
+                    chunks, current = [*chunks, current], ""
+            return [*chunks, current] if current else chunks
+
+        pool = list("aéदरθ日ก5٥_ -.,!\u200d") + ["\u0301", "\u093f", "\u0e31", "\u064e", "\u20dd", "\u0903"]
+        rng = random.Random(13)
+        for _ in range(20_000):
+            text = "".join(rng.choice(pool) for _ in range(rng.randrange(12)))
+            assert _word_chunks(text) == walk(text), repr(text)
 
     def test_no_letters_gives_no_tokens(self) -> None:
         tokens = tokenise("?!… 🙂")

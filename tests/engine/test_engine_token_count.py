@@ -19,6 +19,7 @@ from coachctx.engine.prompt import (
     naive_tokens,
     prompt_tokens,
     system_block,
+    with_newline,
 )
 from coachctx.engine.services import Bundle
 from coachctx.engine.token_count import count_once
@@ -34,6 +35,19 @@ class TestCountingFromPieces:
     def test_any_prompt(self, system: str, texts: list[str], question: str) -> None:
         lines = [(FRAGMENT_NAMES[i % len(FRAGMENT_NAMES)], one_line(t)) for i, t in enumerate(texts)]
         assert prompt_tokens(system, lines, question) == build_prompt(system, lines, question).tokens
+
+    @settings(max_examples=300, deadline=None)
+    @given(system=_TEXT, texts=st.lists(_TEXT, max_size=6), question=_TEXT)
+    def test_any_prompt_from_the_lines_own_counts(self, system: str, texts: list[str], question: str) -> None:
+        lines = [(FRAGMENT_NAMES[i % len(FRAGMENT_NAMES)], one_line(t)) for i, t in enumerate(texts)]
+        alone = [count_once(text) for _, text in lines]
+        assert prompt_tokens(system, lines, question, line_tokens=alone) == build_prompt(system, lines, question).tokens
+
+    @settings(max_examples=500, deadline=None)
+    @given(text=_TEXT, end=st.sampled_from(["", "a", "Z", "7", "2026", "km", "é", ".", ")", "%", "'s", "\u0947"]))
+    def test_a_newline_after_a_text(self, text: str, end: str) -> None:
+        text = one_line(text + end)
+        assert with_newline(text, count_once(text)) == count_once(text + "\n") == with_newline(text)
 
     @settings(max_examples=200, deadline=None)
     @given(system=_TEXT, payload=st.dictionaries(_TEXT, _TEXT | st.integers(), max_size=4), question=_TEXT)

@@ -17,11 +17,14 @@ from coachctx.engine.matching import (
     STEMMER_SCRIPTS,
     TermMatcher,
     clinical_matcher,
+    fragment_matcher,
     fuzzy_distance,
     part_stems,
+    scope_matcher,
     vocabulary_matcher,
     word_stems,
 )
+from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.policy import Policy
 from coachctx.engine.text import letter_scripts, stem
 from coachctx.engine.token_count import count_once, count_tokens, encoding
@@ -55,6 +58,15 @@ def test_part_stems_are_the_stems_of_the_parts() -> None:
             heads, modifiers = part_stems(word, algorithm)
             assert heads == tuple(stem(word[j:], algorithm) for j in range(3, len(word) - 3))
             assert modifiers == tuple(stem(word[:j], algorithm) for j in range(len(word) - 3, 3, -1))
+
+
+@pytest.mark.parametrize("which", [vocabulary_matcher, clinical_matcher, scope_matcher, fragment_matcher])
+def test_a_word_no_table_can_read_has_no_readings(policy: Policy, which: object) -> None:
+    matcher: TermMatcher = which(policy)  # type: ignore[operator]
+    words = [*_sample(3000, 8), *_typos(list(matcher.fuzzy)[:300], 9), "knieschmerzen", "kneskader", "لسباق"]
+    skipped = [w for w in words if not may_have_readings(w)]
+    assert len(skipped) > 1000
+    assert [w for w in skipped if matcher.readings.near(w) or matcher.readings.parts(w)] == []
 
 
 def _typos(words: list[str], seed: int) -> list[str]:

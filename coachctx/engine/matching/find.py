@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from coachctx.engine.matching.language import false_friend, language_of
+from coachctx.engine.matching.language import read_as_false_friend
 from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading
 from coachctx.engine.matching.stems import word_stems
 from coachctx.engine.matching.terms import Term
@@ -16,8 +16,9 @@ from coachctx.engine.text import Tokens, stem
 if TYPE_CHECKING:
     from coachctx.engine.matching.table import TermMatcher
 
-Start = tuple[int, str, tuple[Term, ...], bool]
-"""(algorithm index, the stem, the one-word terms, whether longer phrases start here)"""
+Start = tuple[int, str, tuple[Term, ...], frozenset[str]]
+"""(algorithm index, the stem, the one-word terms, the stems that follow it in the table's longer
+phrases: none when no longer phrase starts here)"""
 
 
 class PhraseStarts:
@@ -56,11 +57,16 @@ class PhraseStarts:
         return starts
 
     def _index_stems(self) -> dict[str, tuple[Start, ...]]:
-        by_stem: dict[str, list[tuple[int, str, tuple[Term, ...], bool]]] = {}
+        by_stem: dict[str, list[tuple[int, str, tuple[Term, ...], frozenset[str]]]] = {}
         for ai, algorithm in enumerate(self.algorithms):
-            phrases, heads = self.stemmed[algorithm], self.heads[algorithm]
+            phrases = self.stemmed[algorithm]
+            seconds: dict[str, set[str]] = {}
+            for phrase in phrases:
+                if len(phrase) > 1:
+                    seconds.setdefault(phrase[0], set()).add(phrase[1])
             for first in self.firsts[algorithm]:
-                by_stem.setdefault(first, []).append((ai, algorithm, phrases.get((first,), ()), (first,) in heads))
+                by_stem.setdefault(first, []).append(
+                    (ai, algorithm, phrases.get((first,), ()), frozenset(seconds.get(first, ()))))
         self._by_stem.update({first: tuple(entries) for first, entries in by_stem.items()})
         return self._by_stem
 
@@ -68,16 +74,16 @@ class PhraseStarts:
 class _Evidence:
     """The terms found so far, each once, and which term each span of words is evidence for."""
 
-    def __init__(self, words: tuple[str, ...], own: str | None) -> None:
-        self.words, self.own = words, own
+    def __init__(self, tokens: Tokens) -> None:
+        self.tokens, self.words = tokens, tokens.words
         self.found: dict[tuple[str, str], Term] = {}
         self._at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
 
     def add(self, entries: tuple[Term, ...], i: int, n: int) -> None:
         """The terms the `n` words from position `i` match."""
-        found, at_span, own = self.found, self._at_span, self.own
+        found, at_span = self.found, self._at_span
         for entry in entries:
-            if own is not None and false_friend(entry, own, self.words[i:i + n]):
+            if read_as_false_friend(entry, self.tokens, self.words[i:i + n]):
                 continue
             # the same words met through two languages' terms ("train" and Dutch
             # "trainen") are one piece of evidence: the heavier term counts
@@ -96,11 +102,11 @@ class _Evidence:
 
 def find_terms(matcher: TermMatcher, tokens: Tokens) -> list[Term]:
     """Every distinct term of the table found in the question, in the table's order per kind of match."""
-    evidence = _Evidence(tokens.words, language_of(tokens))
+    evidence = _Evidence(tokens)
     starts, unknown = _look_up_words(matcher, tokens.words)
     _add_phrases(matcher, tokens.words, starts, evidence)
     _add_substrings(matcher, tokens, evidence.found)
-    _add_prefixes(matcher, tokens.words, evidence.found)
+    _add_prefixes(matcher, tokens, evidence.found)
     _add_readings(unknown, evidence)
     return list(evidence.found.values())
 
@@ -133,21 +139,26 @@ def _look_up_words(matcher: TermMatcher, words: tuple[str, ...]) -> tuple[
 def _add_phrases(matcher: TermMatcher, words: tuple[str, ...], starts: list[tuple[int, int, Start]],
                  evidence: _Evidence) -> None:
     algorithms, heads_of = matcher.starts.algorithms, matcher.starts.heads
-    for ai, i, (_, first, singles, longer) in starts:
+    last = len(words) - 1
+    for ai, i, (_, first, singles, seconds) in starts:
         if singles:
             evidence.add(singles, i, 1)
-        if not longer:
+        if not seconds or i == last:
             continue
         algorithm = algorithms[ai]
+        follow = words[i + 1] if algorithm == "prefix" else stem(words[i + 1], algorithm)
+        if follow not in seconds:
+            continue  # no longer phrase of the table goes on with the next word: the usual case
         phrases, heads = matcher.stemmed[algorithm], heads_of[algorithm]
         phrase: tuple[str, ...] = (first,)
         for j in range(i + 1, min(i + matcher.longest_phrase, len(words))):
-            phrase = (*phrase, words[j] if algorithm == "prefix" else stem(words[j], algorithm))
+            phrase = (*phrase, follow)
             entries = phrases.get(phrase)
             if entries:
                 evidence.add(entries, i, len(phrase))
-            if phrase not in heads:
+            if phrase not in heads or j == last:
                 break  # no longer phrase starts with these words
+            follow = words[j + 1] if algorithm == "prefix" else stem(words[j + 1], algorithm)
 
 
 def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
@@ -165,10 +176,10 @@ def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str,
             found.setdefault((entry.label, entry.term), entry)
 
 
-def _add_prefixes(matcher: TermMatcher, words: tuple[str, ...], found: dict[tuple[str, str], Term]) -> None:
-    if not matcher.prefix_index:
-        return
-    for w in words:
+def _add_prefixes(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
+    if not matcher.prefix_index or matcher.prefix_firsts.isdisjoint(_initials(tokens)):
+        return  # no word starts with a letter a prefix term starts with: most questions
+    for w in tokens.words:
         if w[:1] not in matcher.prefix_firsts:
             continue
         for k in range(1, min(len(w), matcher.longest_prefix) + 1):
@@ -176,12 +187,20 @@ def _add_prefixes(matcher: TermMatcher, words: tuple[str, ...], found: dict[tupl
                 found.setdefault((entry.label, entry.term), entry)
 
 
+def _initials(tokens: Tokens) -> frozenset[str]:
+    """The first letters of the question's words, once per question for every matcher."""
+    found = tokens.memo.get("initials")
+    if found is None:
+        found = tokens.memo["initials"] = frozenset(w[:1] for w in tokens.words)
+    return found  # type: ignore[return-value]
+
+
 def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], evidence: _Evidence) -> None:
     """A word the table does not know counts once per label, as its heaviest reading: a
     misspelling, or a compound's part, through whichever language's terms."""
     if not unknown:
         return
-    found, own, words = evidence.found, evidence.own, evidence.words
+    found, tokens, words = evidence.found, evidence.tokens, evidence.words
     terms_found = {e.term for e in found.values()}
     for i, readings in unknown:
         best: dict[str, tuple[str, Term]] = {}
@@ -189,5 +208,5 @@ def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], evidence: _Evi
             if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
                 best[entry.label] = (base, entry)
         for base, entry in best.values():
-            if own is None or not false_friend(entry, own, words[i:i + 1]):
+            if not read_as_false_friend(entry, tokens, words[i:i + 1]):
                 found.setdefault((entry.label, base), entry)

@@ -4,6 +4,7 @@ language's term (a "false friend": in an English question, "tired" is not Spanis
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Final
 
 from coachctx.engine.common_words import everyday_languages, question_language
@@ -31,9 +32,31 @@ def false_friend(entry: Term, own: str, matched: Sequence[str]) -> bool:
     return all(own in (langs := table.get(w, {})) and entry.language not in langs for w in matched)
 
 
+def read_as_false_friend(entry: Term, tokens: Tokens, matched: Sequence[str]) -> bool:
+    """`false_friend` against the question's own language, which is worked out only when it can
+    matter: most terms are settled by their words alone (a word on no everyday list, or one of the
+    term's own language, keeps the term whatever the question's language)."""
+    if not entry.language:
+        return False
+    table = everyday_languages()
+    for w in matched:
+        langs = table.get(w)
+        if not langs or entry.language in langs:
+            return False
+    own = language_of(tokens)
+    return own is not None and false_friend(entry, own, matched)
+
+
 def language_of(tokens: Tokens) -> str | None:
     """`question_language` of the question's words, once per question for every matcher."""
     key = "question_language"
     if key not in tokens.memo:
-        tokens.memo[key] = question_language(tokens.words)
+        tokens.memo[key] = language_of_words(tokens.words)
     return tokens.memo[key]  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=8192)
+def language_of_words(words: tuple[str, ...]) -> str | None:
+    """`question_language`, memoised per sequence of words: a question asked again (or another with
+    the same words) does not add up every everyday word's votes again."""
+    return question_language(words)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from coachctx.engine.matching.language import language_of_words
+from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher, table_fingerprint
 from coachctx.engine.policy import Policy
@@ -91,14 +93,19 @@ def compile_matchers(policy: Policy) -> None:
 
 
 def forget_words(*policies: Policy) -> None:
-    """Empty every per-word memo (word splits, stems, phrase starts, fuzzy and compound readings), and the
-    given policies' memoised routes: the state of a process that has never seen a question. For
-    measuring never-seen questions."""
+    """Empty every per-word memo (word splits, scripts, stems, phrase starts, fuzzy and compound
+    readings, which words may have readings, the languages of word sequences), and the given
+    policies' memoised routes and lookup plans (what a question's matched terms decide before the
+    bundle is read): the state of a process that has never seen a question. For measuring never-seen
+    questions."""
     clear_word_memos()
     word_stems.cache_clear()
     part_stems.cache_clear()
+    may_have_readings.cache_clear()
+    language_of_words.cache_clear()
     for matcher in _COMPILED.values():
         matcher.starts.forget()
         matcher.readings.forget()
     for policy in policies:
-        policy.derived("routes", lambda _: {}).clear()
+        for memo in ("routes", "lookups"):
+            policy.derived(memo, lambda _: {}).clear()

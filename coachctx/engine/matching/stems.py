@@ -53,9 +53,12 @@ def _stemmers_for(scripts: frozenset[str] | None) -> tuple[tuple[tuple[str, Call
 def part_stems(word: str, algorithm: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The stems of a compound's possible last parts, longest first, and of its possible first
     parts, longest first (see `Readings.parts`), under a compounding language's algorithm."""
+    heads = [word[j:] for j in range(MIN_MODIFIER, len(word) - MIN_HEAD + 1)]
+    modifiers = [word[:j] for j in range(len(word) - MIN_MODIFIER, MIN_HEAD - 1, -1)]
     scripts = letter_scripts(word)
-    own = scripts is not None and STEMMER_SCRIPTS.get(algorithm, "Latin") not in scripts
-    key: Callable[[str], str] = str if own else stemmer(algorithm).stemWord
-    return (tuple(key(word[j:]) for j in range(MIN_MODIFIER, len(word) - MIN_HEAD + 1)),
-            tuple(key(word[:j]) for j in range(len(word) - MIN_MODIFIER, MIN_HEAD - 1, -1)))
+    if scripts is None or STEMMER_SCRIPTS.get(algorithm, "Latin") in scripts:
+        # one call for every part: the stemmer's loop runs in C
+        stems = stemmer(algorithm).stemWords([*heads, *modifiers])
+        heads, modifiers = stems[:len(heads)], stems[len(heads):]
+    return tuple(heads), tuple(modifiers)
 

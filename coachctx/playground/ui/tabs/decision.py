@@ -117,9 +117,11 @@ def render_selection(d: Decision) -> None:
 
 def render_download(d: Decision, ctx: Context) -> None:
     budget = ctx.view.budget if ctx.view.tier == "custom" else None
+    bundle = bundle_for(d.athlete)
+    # the trace is written when the button is clicked, not on every rerun
     st.download_button(
         "Download this decision as a trace", key="download_trace", icon=":material/download:", on_click="ignore",
-        data=pg.decision_trace_json(d, bundle_for(d.athlete), cost_mode=d.tokens.cost_mode, budget=budget),
+        data=lambda: pg.decision_trace_json(d, bundle, cost_mode=d.tokens.cost_mode, budget=budget),
         file_name=f"coachctx-trace-{d.athlete}-{d.policy.digest}.json", mime="application/json")
     version = d.policy.version
     st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
