@@ -17,8 +17,10 @@ from coachctx.cli import main
 from coachctx.engine.matching import filed_under
 from coachctx.engine.policy import Policy
 from coachctx.engine.routing import route
+from coachctx.engine.text import tokenise
 from coachctx.errors import InputError
 from coachctx.tools.suggest import Edit, LabelledRow, apply_edits, learn, read_labelled, suggest
+from coachctx.tools.suggest_candidates import phrases
 
 HAMSTRING = [("my hamstring is tight after sprints", ["injury"]), ("hamstring twinge on the hills", ["injury"]),
              ("pulled my hamstring yesterday", ["injury"]), ("is a hamstring strain serious", ["injury"])]
@@ -85,6 +87,22 @@ class TestSuggest:
         labelled = rows([("is it still ok when it is like this", ["injury"]),
                          ("still the same when i do it", ["injury"])])
         assert not [s for s in suggest(labelled, thin) if s.edit.term in {"still", "when", "it", "is", "the"}]
+
+    def test_a_chat_spelling_the_matcher_reads_as_a_function_word_is_never_proposed(self, thin: Policy) -> None:
+        # the English stemmer reads "whats" as "what" and "hows" as "how": a term of either would
+        # be a term of the function word
+        labelled = rows([("whats this hamstring twinge", ["injury"]), ("whats up with my hamstring", ["injury"]),
+                         ("hows a hamstring strain healed", ["injury"]), ("hows ice for a hamstring?", ["injury"])])
+        terms = {s.edit.term for s in suggest(labelled, thin)}
+        assert "hamstring" in terms
+        assert not {t for t in terms if set(t.split()) & {"whats", "hows"}}, terms
+
+    def test_a_japanese_piece_never_starts_with_kana(self) -> None:
+        # "ど朝" is the end of けど (but) and the start of 朝 (morning): no word
+        row = LabelledRow(1, "朝練したいけど朝は体が重い", ("training",), "ja")
+        pieces = {term for _, term in phrases(row, tokenise(row.question))}
+        assert {"朝練", "体が重"} <= pieces
+        assert not {p for p in pieces if p[0] in "したいけどはがい"}, pieces
 
     def test_a_word_read_only_as_a_misspelling_can_get_its_own_term(self, policy: Policy) -> None:
         vocabulary: dict[str, Any] = {i: {lang: dict(t) for lang, t in by.items()} for i, by in MINI_VOCABULARY.items()}
