@@ -25,6 +25,7 @@ from coachctx.engine.policy import Policy, load_policy, validate_policy
 from coachctx.engine.routing import route
 from coachctx.engine.services import Bundle
 from coachctx.tools.suggest import LEARN_DEFAULTS, Edit, LabelledRow, LearnSettings, learn, read_labelled
+from coachctx.tools.suggest_candidates import FUNCTION_STEM_TOP
 
 THIN_SEED: Final = 20261204
 _D = LEARN_DEFAULTS
@@ -34,10 +35,16 @@ METHOD: Final = (
     "list after list (intents, then languages, in sorted order; each list sorted by term). `learn` then reads "
     "the corpus tune half (coach labels) and edits the thinned policy in three steps: the best suggestions "
     f"round after round until none gains (a new term needs {_D.min_support:g} more rows of its intent than of "
-    f"others), then every word or phrase an intent's rows share ({100 * _D.reinforce_precision:.0f}% of the rows "
-    f"it meets) that breaks no row, at weight {_D.reinforce_weight:g}, then the first step again. These settings "
-    "were chosen by `python -m bench.suggest --choose`: learning from 70% of the tune half and checking on the "
-    "other 30%, three fixed splits pooled; the test half played no part. The thinned, learned and full "
+    "others, and is filed under the intent with most such support, of equals the one fewer rows are labelled "
+    "with; a term is removed, or made lighter or heavier, only when it meets as many more rows against the edit "
+    "than for it), then every word or phrase an intent's rows share "
+    f"({100 * _D.reinforce_precision:.0f}% of the rows it meets) that breaks no row, at weight "
+    f"{_D.reinforce_weight:g} (it may leave a row the rules decided unsure), then the first step again. A "
+    "candidate term is never a function word, nor a word the matcher stems like one of its language's "
+    f"{FUNCTION_STEM_TOP} commonest (\"whats\" is \"what\"), "
+    "and a Japanese piece never starts with Hiragana. These rules and settings were chosen by "
+    "`python -m bench.suggest --choose`: learning from 70% of the tune half and checking on the other 30%, "
+    "three fixed splits pooled; the test half played no part. The thinned, learned and full "
     "policies are measured on both halves as `bench.corpus` measures (`select()`, maya, paid tier, no model: "
     "an unsure question takes the keyword fallback). The test half is only ever measured: `learn` never reads it."
 )
@@ -135,16 +142,20 @@ def route_accuracy(policy: Policy, rows: Sequence[LabelledRow]) -> float:
 
 _ = dataclasses.replace
 CANDIDATES: Final[Mapping[str, LearnSettings]] = {
-    "reinforce weight 0.5 (the old default)": _(LEARN_DEFAULTS, reinforce_weight=0.5),
-    "reinforce weight 0.25": _(LEARN_DEFAULTS, reinforce_weight=0.25),
+    "the defaults (chosen)": LEARN_DEFAULTS,
+    "reinforcing words keep every ruled row ruled (the old rule)": _(LEARN_DEFAULTS, reinforce_keeps_rules=True),
+    "reinforce weight 0.5": _(LEARN_DEFAULTS, reinforce_weight=0.5),
     "reinforce weight 0.1": _(LEARN_DEFAULTS, reinforce_weight=0.1),
-    "reinforce weight 0.05 (chosen)": _(LEARN_DEFAULTS, reinforce_weight=0.05),
-    "reinforce weight 0.25, precision 0.9": _(LEARN_DEFAULTS, reinforce_weight=0.25, reinforce_precision=0.9),
-    "reinforce weight 0.25, precision 1": _(LEARN_DEFAULTS, reinforce_weight=0.25, reinforce_precision=1.0),
-    "reinforce weight 0.25, min support 3": _(LEARN_DEFAULTS, reinforce_weight=0.25, min_support=3.0),
-    "reinforce 0.1 a row, at most 0.5": _(LEARN_DEFAULTS, reinforce_weight=0.5, reinforce_per_row=0.1),
-    "reinforce 0.05 a row, at most 0.5": _(LEARN_DEFAULTS, reinforce_weight=0.5, reinforce_per_row=0.05),
-    "reinforce weight 0.1, precision 0.9": _(LEARN_DEFAULTS, reinforce_weight=0.1, reinforce_precision=0.9),
+    "reinforce weight 0.02": _(LEARN_DEFAULTS, reinforce_weight=0.02),
+    "reinforce 0.02 a row, at most 0.3": _(LEARN_DEFAULTS, reinforce_weight=0.3, reinforce_per_row=0.02),
+    "reinforce precision 0.5": _(LEARN_DEFAULTS, reinforce_precision=0.5),
+    "reinforce precision 0.8": _(LEARN_DEFAULTS, reinforce_precision=0.8),
+    "reinforce precision 1": _(LEARN_DEFAULTS, reinforce_precision=1.0),
+    "min support 1": _(LEARN_DEFAULTS, min_support=1.0),
+    "min support 3": _(LEARN_DEFAULTS, min_support=3.0),
+    "new terms at weight 1 only": _(LEARN_DEFAULTS, new_weights=(1.0,)),
+    "new terms at 0.5, 1 or 1.5": _(LEARN_DEFAULTS, new_weights=(0.5, 1.0, 1.5)),
+    "no reinforcement": _(LEARN_DEFAULTS, reinforce=False),
 }
 """The settings `--choose` compares, by name."""
 

@@ -31,13 +31,22 @@ def function_words() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def everyday_words() -> Mapping[str, tuple[str, ...]]:
+    """Each spaced-script language's 5,000 commonest words, commonest first."""
+    ranked: dict[str, tuple[str, ...]] = {}
+    for line in gzip.decompress(EVERYDAY_WORDS_FILE.read_bytes()).decode("utf-8").splitlines():
+        language, _, words = line.partition("\t")
+        ranked[language] = tuple(words.split())
+    return ranked
+
+
+@lru_cache(maxsize=1)
 def everyday_languages() -> Mapping[str, Mapping[str, float]]:
     """Word -> {language: its vote} for each spaced-script language among whose 5,000 commonest
     words it is: log(5,001 / (rank + 1)), so the commonest words vote hardest."""
     languages: dict[str, dict[str, float]] = {}
-    for line in gzip.decompress(EVERYDAY_WORDS_FILE.read_bytes()).decode("utf-8").splitlines():
-        language, _, words = line.partition("\t")
-        for rank, word in enumerate(words.split()):
+    for language, words in everyday_words().items():
+        for rank, word in enumerate(words):
             languages.setdefault(word, {})[language] = math.log(EVERYDAY_LIMIT / (rank + 1))
     return languages
 

@@ -97,7 +97,8 @@ class LearnSettings:
     """The weight of a word added because rows of an intent share it: far below the threshold, so
     it never makes the rules sure, and outweighed by any term that disagrees, but it routes a
     question nothing else matched and breaks a tie. Chosen from 0.5, 0.25, 0.1 and 0.05 (lighter
-    recovered more of the gap on every step; 0.5 overfit)."""
+    recovered more of the gap on every step; 0.5 overfit); checked again when reinforcing words
+    stopped having to keep ruled rows ruled: 0.1, 0.05 and 0.02 recover the same, 0.5 less."""
     reinforce_per_row: float | None = None
     """When set, a reinforcing word weighs this much per (weighted) row of support, at most
     `reinforce_weight`: a word many rows share outweighs a word of one row."""
@@ -105,6 +106,10 @@ class LearnSettings:
     """The share of the (weighted) rows a reinforcing word meets that must be labelled with its intent."""
     reinforce_support: float = 1.0
     """A reinforcing word must meet this many more (weighted) rows of its intent than of others."""
+    reinforce_keeps_rules: bool = False
+    """Whether a reinforcing word must leave every row the rules decide to the rules. When False, a
+    word may make such a row unsure (a model call, with a model; the same route without): requiring
+    it refused the words an intent's rows share most, beside other intents' terms."""
 
 
 LEARN_DEFAULTS: Final = LearnSettings()
@@ -129,7 +134,8 @@ def learn(rows: Sequence[LabelledRow], policy: Policy, *, max_edits: int = 10_00
     if settings.reinforce and len(applied) < max_edits:
         bench = Workbench(rows, policy, tokens, index)
         chosen = bench.reinforcements(settings.reinforce_support, settings.reinforce_precision,
-                                      settings.reinforce_weight, settings.reinforce_per_row)[:max_edits - len(applied)]
+                                      settings.reinforce_weight, settings.reinforce_per_row,
+                                      settings.reinforce_keeps_rules)[:max_edits - len(applied)]
         policy = apply_edits(policy, chosen)
         policy, fixed = _fix(rows, policy, tokens, index, settings, max_edits - len(applied) - len(chosen),
                              max_rounds)

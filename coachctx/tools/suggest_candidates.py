@@ -6,9 +6,10 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Final
 
-from coachctx.engine.common_words import function_words
+from coachctx.engine.common_words import everyday_words, function_words
 from coachctx.engine.matching import term_matching
 from coachctx.engine.policy import LANGUAGES
 from coachctx.engine.text import Tokens, script_of, stem_variants, tokenise
@@ -43,14 +44,14 @@ _SAMPLE: Final[Mapping[str, str]] = {
 def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
     """(language, term) candidates a question offers: its words and runs of two or three words
     that begin and end with a content word, and the two- to four-character pieces of its Han/Kana
-    runs. A function word ("when", "still", "wie") is never a term on its own or at a phrase's edge."""
+    runs. A function word ("when", "still", "wie"), or a word the matcher reads as one ("whats"),
+    is never a term on its own or at a phrase's edge."""
     out: set[tuple[str, str]] = set()
-    stop = function_words()
     words = tokens.words
     for n in range(1, MAX_PHRASE + 1):
         for i in range(len(words) - n + 1):
             part = words[i:i + n]
-            if part[0] in stop or part[-1] in stop or any(w.isdigit() for w in part):
+            if any(w.isdigit() for w in part):
                 continue
             if n == 1 and len(part[0]) < 3 and script_of(part[0][0]) != "Hangul":
                 continue
@@ -58,6 +59,8 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
                 continue
             lang = _language_of(row, part[0])
             if LANGUAGES[lang] == "substring" or (LANGUAGES[lang] == "prefix" and n > 1):
+                continue
+            if is_function_word(part[0], lang) or is_function_word(part[-1], lang):
                 continue
             out.add((lang, " ".join(part)))
     for run in tokens.unspaced.split():
@@ -70,11 +73,37 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
 _JAMO: Final = re.compile(r"[\u1100-\u11ff\u3130-\u318f]+")
 
 
+FUNCTION_STEM_TOP: Final = 100
+"""How many of a language's commonest words a term of it must not stem like. Chosen on the tune
+splits (`python -m bench.suggest --choose`) over 400, all of `function_words`, which would also
+refuse "running" (as "run") and "foods"."""
+
+
+def is_function_word(word: str, language: str) -> bool:
+    """A function word of some language ("when", "still", "wie"), or a word that a term of this
+    language would match as one of its commonest words: the matcher stems "whats" to "what" and
+    "needed" to "need", so a term "whats" would be a term "what"."""
+    if word in function_words():
+        return True
+    mode = LANGUAGES[language]
+    if mode in ("substring", "prefix"):
+        return False
+    return not stem_variants(word, mode).isdisjoint(_function_stems(language))
+
+
+@cache
+def _function_stems(language: str) -> frozenset[str]:
+    mode = LANGUAGES[language]
+    return frozenset(key for w in everyday_words().get(language, ())[:FUNCTION_STEM_TOP]
+                     for key in stem_variants(w, mode))
+
+
 def _a_piece(run: str, start: int, end: int) -> bool:
-    """A piece of a Han/Kana run worth offering as a term: not kana alone, which is grammar
-    ("って", "でも"), and not part of a Katakana word ("イン" of "オフライン")."""
+    """A piece of a Han/Kana run worth offering as a term: not one that starts with Hiragana, which
+    is grammar ("って", "でも") or the end of the word before ("ど朝" of "けど朝"), and not part of
+    a Katakana word ("イン" of "オフライン")."""
     piece = run[start:end]
-    if all(script_of(c) == "Hiragana" for c in piece):
+    if script_of(piece[0]) == "Hiragana":
         return False
     cut = (start > 0 and script_of(run[start - 1]) == script_of(piece[0]) == "Katakana") or \
           (end < len(run) and script_of(run[end]) == script_of(piece[-1]) == "Katakana")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coachctx.engine.matching import filed_under, vocabulary_matcher
-from coachctx.engine.policy import LANGUAGES, Policy
+from coachctx.engine.policy import INTENTS, LANGUAGES, Policy
 from coachctx.engine.routing import score
 from coachctx.engine.text import Tokens, tokenise
 from coachctx.tools.suggest_candidates import TermIndex, phrases
@@ -53,6 +53,8 @@ class Workbench:
         tokens = [tokenise(r.question) for r in rows] if tokens is None else tokens
         self.rows = [RoutedRow(label, t, *outcome(t, policy, self.matcher)) for label, t in zip(rows, tokens, strict=True)]
         self.index = TermIndex(tokens) if index is None else index
+        self.labelled = {i: sum(r.label.weight for r in self.rows if i in r.label.intents) for i in INTENTS}
+        """Intent -> the (weighted) rows labelled with it."""
 
     def estimate(self, c: Candidate) -> Suggestion:
         delta = (c.edit.weight or 0.0) - (c.edit.old_weight or 0.0)  # an addition has no old weight, a removal no new
@@ -81,7 +83,9 @@ class Workbench:
                    removals: bool = True) -> list[tuple[Candidate, Suggestion]]:
         """Every edit worth measuring with its estimate, best first."""
         found = []
-        for c in [*self._additions(min_support, self.rows, weights=weights), *(self._removals() if removals else ())]:
+        offered = [*self._additions(min_support, self.rows, weights=weights),
+                   *(self._removals(min_support) if removals else ())]
+        for c in offered:
             s = self.estimate(c)
             if worth(s):
                 found.append((c, s))
@@ -89,10 +93,13 @@ class Workbench:
         return found
 
     def reinforcements(self, min_support: float, precision: float, weight: float,
-                       per_row: float | None = None) -> list[Edit]:
+                       per_row: float | None = None, keep_rules: bool = False) -> list[Edit]:
         """Terms for words the rows of an intent share, though no row needs them today: each
         breaks nothing here, and a question that uses the word without the terms that route
-        these rows is routed too. One intent per word: the one with most evidence."""
+        these rows is routed too. One intent per word: the one with most evidence. Unless
+        `keep_rules`, a word may leave a row the rules decided unsure (a model call with a model,
+        the same route without): refusing those refuses the words an intent's rows share most
+        ("sleep" in nine recovery rows, some routed by the training terms of rows labelled both)."""
         best: dict[tuple[str, tuple[Any, ...]], tuple[float, Edit]] = {}
         for c in self._additions(min_support, self.rows, every_row=True, weights=(weight,)):
             pos = sum(self.rows[i].label.weight for i in c.touched if c.edit.intent in self.rows[i].label.intents)
@@ -102,7 +109,7 @@ class Workbench:
             if per_row is not None:  # more evidence, a heavier word
                 c = dataclasses.replace(c, edit=dataclasses.replace(c.edit, weight=min(weight, per_row * c.support)))
             s = self.estimate(c)
-            if s.breaks or s.from_rules:
+            if s.breaks or (keep_rules and s.from_rules):
                 continue
             key = (c.edit.language, filed_under(c.edit.term, c.edit.language))
             if key not in best or c.support > best[key][0]:
@@ -115,9 +122,9 @@ class Workbench:
 
     def _additions(self, min_support: float, rows: Sequence[RoutedRow], every_row: bool = False,
                    weights: Sequence[float] = NEW_WEIGHTS) -> Iterable[Candidate]:
-        """A word or phrase of a row the rules missed (wrong, or right but unsure) for one of its
-        labels, once per stem: "taper", "tapers" and "tapering" are one candidate, shown as the
-        form the rows use most."""
+        """A word or phrase of a row the rules missed (wrong, or right but unsure) for the one of its
+        labels the word means (`_meant`), once per stem: "taper", "tapers" and "tapering" are one
+        candidate, shown as the form the rows use most."""
         offers: dict[tuple[str, str, tuple[Any, ...]], dict[str, int]] = {}
         for r in rows:
             if r.correct and r.ruled and not every_row:
@@ -137,10 +144,17 @@ class Workbench:
                 continue
             touched = tuple(self.index.touched(lang, term))
             support = self._support(intent, touched)
-            if support < min_support:
+            if support < min_support or intent != self._meant(touched):
                 continue
             for weight in weights:
                 yield Candidate(Edit("add", intent, lang, term, weight), touched, support)
+
+    def _meant(self, touched: Sequence[int]) -> str:
+        """The intent a word means: the one with most support on the rows it meets; of several, the
+        one fewest rows are labelled with. "sore" meets as many rows labelled training as injury (a
+        sore shin and "can I still run?"): it is evidence of injury, and training is in the rows'
+        labels because most questions ask about training too."""
+        return min(INTENTS, key=lambda i: (-self._support(i, touched), self.labelled[i], INTENTS.index(i)))
 
     def _reads(self, word: str) -> bool:
         """Whether the vocabulary reads this word as a term of its own. A word it reads only as a
@@ -148,8 +162,11 @@ class Workbench:
         the guess: once "corked" is a term, it is no longer read as a misspelt "cooked"."""
         return any(" (" not in e.term for e in self.matcher.find(tokenise(word)))
 
-    def _removals(self) -> Iterable[Candidate]:
-        """A term that pushed a row to a wrong intent: removed, or at half its weight."""
+    def _removals(self, min_support: float) -> Iterable[Candidate]:
+        """A term that pushed a row to a wrong intent: removed, or at half its weight, when it meets
+        `min_support` more rows labelled without its intent than with it; a term too light to route
+        the rows that need it, twice as heavy, when it meets `min_support` more with than without.
+        One row is no evidence against "run"."""
         where: dict[tuple[str, str], tuple[str, float]] = {}
         twice: set[tuple[str, str]] = set()
         for i, by_lang in self.policy.vocabulary.items():
@@ -173,12 +190,16 @@ class Workbench:
         for (intent, lang, term), weight in sorted(culprits.items()):
             touched = tuple(self.index.touched(lang, term))
             support = -self._support(intent, touched)
+            if support < min_support:
+                continue
             yield Candidate(Edit("remove", intent, lang, term, None, weight), touched, support)
             if weight > 0.5:
                 yield Candidate(Edit("reweight", intent, lang, term, weight / 2, weight), touched, support)
         for (intent, lang, term), weight in sorted(helpers.items()):
             if weight < MAX_RAISE:  # a term too light to route the rows that use it: twice as heavy
                 touched = tuple(self.index.touched(lang, term))
-                yield Candidate(Edit("reweight", intent, lang, term, min(2 * weight, MAX_RAISE), weight), touched,
-                                 self._support(intent, touched))
+                support = self._support(intent, touched)
+                if support >= min_support:
+                    yield Candidate(Edit("reweight", intent, lang, term, min(2 * weight, MAX_RAISE), weight),
+                                    touched, support)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,8 +18,18 @@ from coachctx.cli import main
 from coachctx.engine.matching import filed_under
 from coachctx.engine.policy import Policy
 from coachctx.engine.routing import route
+from coachctx.engine.text import tokenise
 from coachctx.errors import InputError
-from coachctx.tools.suggest import Edit, LabelledRow, apply_edits, learn, read_labelled, suggest
+from coachctx.tools.suggest import (
+    LEARN_DEFAULTS,
+    Edit,
+    LabelledRow,
+    apply_edits,
+    learn,
+    read_labelled,
+    suggest,
+)
+from coachctx.tools.suggest_candidates import phrases
 
 HAMSTRING = [("my hamstring is tight after sprints", ["injury"]), ("hamstring twinge on the hills", ["injury"]),
              ("pulled my hamstring yesterday", ["injury"]), ("is a hamstring strain serious", ["injury"])]
@@ -86,6 +97,40 @@ class TestSuggest:
                          ("still the same when i do it", ["injury"])])
         assert not [s for s in suggest(labelled, thin) if s.edit.term in {"still", "when", "it", "is", "the"}]
 
+    def test_a_chat_spelling_the_matcher_reads_as_a_function_word_is_never_proposed(self, thin: Policy) -> None:
+        # the English stemmer reads "whats" as "what" and "hows" as "how": a term of either would
+        # be a term of the function word
+        labelled = rows([("whats this hamstring twinge", ["injury"]), ("whats up with my hamstring", ["injury"]),
+                         ("hows a hamstring strain healed", ["injury"]), ("hows ice for a hamstring?", ["injury"])])
+        terms = {s.edit.term for s in suggest(labelled, thin)}
+        assert "hamstring" in terms
+        assert not {t for t in terms if set(t.split()) & {"whats", "hows"}}, terms
+
+    def test_a_word_met_as_often_with_two_labels_is_filed_under_the_rarer(self, thin: Policy) -> None:
+        # nearly every question about a sore shin also asks whether to train: the shin is the injury
+        labelled = rows([("shin splints flaring up", ["injury", "training"]),
+                         ("shin splints again, ice?", ["injury", "training"]),
+                         *OTHERS[:1], ("long run on sunday, how far", ["training"])])
+        added = [s.edit for s in suggest(labelled, thin) if s.edit.kind == "add"]
+        assert added and {e.intent for e in added if "shin" in e.term or "splints" in e.term} == {"injury"}
+
+    def test_one_row_is_no_evidence_against_a_term_other_rows_use(self, thin: Policy) -> None:
+        # removing "race" (training) fixes the hip row and breaks neither training row (both also
+        # say "train"), but two of the three rows it meets are training rows
+        labelled = rows([("hip pain after the race", ["injury"]), ("race day train plan", ["training"]),
+                         ("train for a race in june", ["training"])])
+        assert route(labelled[0].question, thin, None).intent == "training"
+        assert not [s for s in suggest(labelled, thin) if s.edit.term == "race"]
+        one_more = rows([("groin pain after the race", ["injury"])], start=4)
+        assert ("remove", "race") in {(s.edit.kind, s.edit.term) for s in suggest(labelled + one_more, thin)}
+
+    def test_a_japanese_piece_never_starts_with_kana(self) -> None:
+        # "ど朝" is the end of けど (but) and the start of 朝 (morning): no word
+        row = LabelledRow(1, "朝練したいけど朝は体が重い", ("training",), "ja")
+        pieces = {term for _, term in phrases(row, tokenise(row.question))}
+        assert {"朝練", "体が重"} <= pieces
+        assert not {p for p in pieces if p[0] in "したいけどはがい"}, pieces
+
     def test_a_word_read_only_as_a_misspelling_can_get_its_own_term(self, policy: Policy) -> None:
         vocabulary: dict[str, Any] = {i: {lang: dict(t) for lang, t in by.items()} for i, by in MINI_VOCABULARY.items()}
         vocabulary["recovery"]["en"]["cooked"] = 1.0  # "I'm cooked": exhausted
@@ -113,6 +158,23 @@ class TestSuggest:
             return sum(route(r.question, p, None).intent in r.intents for r in unseen) / len(unseen)
 
         assert accuracy(learned) >= accuracy(thin)
+
+
+class TestLearn:
+    def test_a_word_an_intents_rows_share_is_reinforced_though_a_ruled_row_becomes_unsure(
+            self, policy: Policy) -> None:
+        vocabulary: dict[str, Any] = {i: {lang: dict(t) for lang, t in by.items()} for i, by in MINI_VOCABULARY.items()}
+        del vocabulary["recovery"]["en"]["sleep"]
+        no_sleep = with_vocabulary(policy, vocabulary)
+        labelled = rows([("sleep badly before the race", ["recovery", "training"]),
+                         ("sleep ok, train tomorrow?", ["recovery", "training"]), ("long interval session", ["training"])])
+        assert all(route(r.question, no_sleep, None).source == "rules" for r in labelled)
+        sleep = Edit("add", "recovery", "en", "sleep", LEARN_DEFAULTS.reinforce_weight)
+        learned, edits = learn(labelled, no_sleep)
+        assert sleep in edits  # a model call on the first two rows; the same route without one
+        assert all(route(r.question, learned, None).intent in r.intents for r in labelled)
+        kept = dataclasses.replace(LEARN_DEFAULTS, reinforce_keeps_rules=True)
+        assert sleep not in learn(labelled, no_sleep, settings=kept)[1]
 
 
 class TestReading:
@@ -299,12 +361,15 @@ class TestOnTheCorpus:
         assert accuracy(learned, seen) > accuracy(thin, seen)
 
     def test_learning_everything_raises_accuracy_on_rows_it_did_not_see(self, policy: Policy) -> None:
-        # at the old reinforcement weight 0.5 the unseen half fell (88.2% -> 87.2%); at 0.05 it rises (90.3%)
+        # 88.2% thinned; at the old reinforcement weight 0.5 the unseen half fell (87.2%), at 0.05 it
+        # rose to 90.3%, and with words filed under the intent they mean, removals that need evidence
+        # and reinforcing words that may leave a ruled row unsure to 92.8%
         thin = thinned(policy)
         rows = tune_rows("en")
         seen, unseen = rows[::2], rows[1::2]
         learned, _ = learn(seen, thin)
         assert accuracy(learned, unseen) > accuracy(thin, unseen)
+        assert accuracy(learned, unseen) >= 0.92
 
     def test_the_same_rows_give_the_same_edits_in_the_same_order(self, policy: Policy) -> None:
         thin, rows = thinned(policy), tune_rows("de")
