@@ -80,6 +80,16 @@ def live_reverted_to_version_1(at: AppTest, store_url: str) -> None:
     assert any("live now points at version 1" in s for s in texts(at.success))
 
 
+def version_1_loaded(store_url: str, text: str, *, author: str, label: str, message: str) -> AppTest:
+    """`text` saved as version 1 under `label`, then loaded into the draft from the Versions tab."""
+    with PolicyStore(store_url) as store:
+        store.save(text, message=message, author=author, label=label)
+    at = started("Versions")
+    at.selectbox(key="load_ref").set_value(1)
+    at.button(key="load_go").click().run()
+    return at
+
+
 class TestDoneWhen:
     def test_edit_a_rule_see_the_impact_save_it_and_revert_live(self, store_url: str) -> None:
         at = started("Versions")
@@ -106,11 +116,7 @@ class TestDoneWhen:
 
     def test_a_stale_save_is_refused_and_loses_nothing(self, store_url: str) -> None:
         checked_in = read_policy_text(CHECKED_IN)
-        with PolicyStore(store_url) as store:
-            store.save(checked_in, message="baseline", author="ben", label="live")
-        at = started("Versions")
-        at.selectbox(key="load_ref").set_value(1)
-        at.button(key="load_go").click().run()
+        at = version_1_loaded(store_url, checked_in, author="ben", label="live", message="baseline")
         assert at.session_state["draft_base"] == 1
         mine = draft_with(recovery_for_training)
         open_tab(at, "Policy editor").text_area(key="policy_yaml").set_value(mine).run()
@@ -165,11 +171,7 @@ class TestVersionActions:
         assert any("draft now points at version 1" in c for c in texts(at.caption))
 
     def test_a_refusal_names_the_same_person_as_you(self, store_url: str) -> None:
-        with PolicyStore(store_url) as store:
-            store.save(read_policy_text(CHECKED_IN), message="baseline", author="ana", label="live")
-        at = started("Versions")
-        at.selectbox(key="load_ref").set_value(1)
-        at.button(key="load_go").click().run()
+        at = version_1_loaded(store_url, read_policy_text(CHECKED_IN), author="ana", label="live", message="baseline")
         with PolicyStore(store_url) as store:  # the same coach, in another tab
             store.save(draft_with(injury_readiness_for_training), message="other tab", author="ana", label="live",
                        base=1)
@@ -217,11 +219,7 @@ class TestVersions:
 
     def test_load_undo_and_the_version_in_decisions_and_traces(self, store_url: str) -> None:
         edited = draft_with(recovery_for_training)
-        with PolicyStore(store_url) as store:
-            store.save(edited, message="training sees recovery", author="ana", label="draft")
-        at = started("Versions")
-        at.selectbox(key="load_ref").set_value(1)
-        at.button(key="load_go").click().run()
+        at = version_1_loaded(store_url, edited, author="ana", label="draft", message="training sees recovery")
         assert at.session_state["policy_yaml"] == edited
         d = decision(at)
         assert d["policy"]["source"] == "store:v1" and d["policy"]["version"] == "1"
