@@ -41,7 +41,7 @@ def measure_tokens(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: P
             # self-check: the oracle is built the way select() builds its prompt
             assert rebuilt_prompt_tokens(d, bundle, d.selected) == d.tokens.prompt, (athlete, row.q)
             free = select(row.q, bundle, policy, tier="free")
-            out.append(TokenRow(athlete, row.q, row.lang, d.tokens.prompt, d.tokens.naive,
+            out.append(TokenRow(athlete, row.q, row.lang, d.tokens.prompt, naive_tokens(d),
                                 oracle_tokens(d, bundle, row.needs), free.tokens.prompt))
     return out
 
@@ -79,7 +79,7 @@ def measure_growth(rows: Sequence[Row], policy: Policy, levels: Sequence[int],
         assert {n: v for n, v in lines.items() if n != "training_block"} == \
             {n: v for n, v in reference.items() if n != "training_block"}, level
         measured = [select(row.q, bundle, policy, tier="paid", cost_mode="measured") for row in rows]
-        naive = [d.tokens.naive for _, d in decisions]
+        naive = [naive_tokens(d) for _, d in decisions]
         selected = [d.tokens.prompt for _, d in decisions]
         oracle = [oracle_tokens(d, bundle, row.needs) for row, d in decisions]
         points.append(GrowthPoint(
@@ -89,6 +89,13 @@ def measure_growth(rows: Sequence[Row], policy: Policy, levels: Sequence[int],
             paid_binds_measured=sum(_binds(d) for d in measured) / len(measured),
             longest_line_tokens=max(f.cost_measured for f in decisions[0][1].fragments)))
     return points
+
+
+def naive_tokens(d: Decision) -> int:
+    """The naive prompt's count, which `select()` computes unless asked not to."""
+    if d.tokens.naive is None:
+        raise ValueError(f"no naive count for {d.question!r}: select() was called with count_naive=False")
+    return d.tokens.naive
 
 
 def _binds(d: Decision) -> bool:

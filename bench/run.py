@@ -221,7 +221,7 @@ def report_lines(r: Results, summary: list[list[str]], pngs: list[str], info: di
         "# coachctx benchmark report",
         "",
         f"Written by `make bench` (`python -m bench.run`) on {info['date']}; every number below comes from that "
-        f"run on the machine described at the end. Questions: `{DEV_QUESTIONS.relative_to(ROOT.parent)}` "
+        f"run on the machine described at the end. Questions: `{DEV_QUESTIONS.relative_to(ROOT)}` "
         f"({len(r.rows)} rows); athletes: `sample_athletes/` ({', '.join(r.bundles)}).",
         "",
         "## Summary",
