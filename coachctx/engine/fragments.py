@@ -37,6 +37,15 @@ class Fragment:
         """The fields that are missing or empty in `data` (None, "", [], {})."""
         return [path for path in self.fields if _is_empty(_lookup(data, path))]
 
+    def read(self, data: Mapping[str, Any]) -> tuple[Any, list[str]]:
+        """`extract(data)` and `empty_fields(data)` at once, each field looked up once."""
+        if len(self.fields) == 1:
+            value = _lookup(data, self.fields[0])
+            return value, ([self.fields[0]] if _is_empty(value) else [])
+        values = [_lookup(data, path) for path in self.fields]
+        return ({path.rsplit(".", 1)[-1]: v for path, v in zip(self.fields, values, strict=True)},
+                [path for path, v in zip(self.fields, values, strict=True) if _is_empty(v)])
+
 
 def _lookup(data: Mapping[str, Any], path: str) -> Any:
     if type(data) is dict and "." not in path:  # the usual case: a top-level field
@@ -50,18 +59,20 @@ def _lookup(data: Mapping[str, Any], path: str) -> Any:
 
 
 def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str | list | tuple | dict) and len(value) == 0)
+    return value is None or (isinstance(value, (str, list, tuple, dict)) and len(value) == 0)
 
 
 def _fmt(value: Any) -> str:
-    if type(value) is str:  # the usual case first
+    if type(value) is str:  # the usual cases first
         return value
+    if type(value) is int:
+        return str(value)
     if isinstance(value, float):
         return f"{value:g}"
-    if isinstance(value, list | tuple):
-        return "; ".join(_fmt(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return "; ".join([v if type(v) is str else _fmt(v) for v in value])
     if (type(value) is dict or isinstance(value, Mapping)):
-        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
+        return ", ".join([f"{k} {v if type(v) is str else _fmt(v)}" for k, v in value.items()])
     return str(value)
 
 
@@ -69,8 +80,12 @@ def _fields(fact: Any, labels: Mapping[str, str]) -> str:
     """`label value` pairs for the keys present, in the order of `labels`."""
     if not (type(fact) is dict or isinstance(fact, Mapping)):
         return _fmt(fact)
-    parts = [f"{label} {_fmt(value)}".strip() for key, label in labels.items()
-             if (value := fact.get(key)) not in (None, "", [])]
+    parts = []
+    for key, label in labels.items():
+        value = fact.get(key)
+        if value is None or value == "" or value == []:  # what `value in (None, "", [])` compares
+            continue
+        parts.append(f"{label} {value if type(value) is str else _fmt(value)}".strip())
     return ", ".join(parts) if parts else _fmt(fact)
 
 
