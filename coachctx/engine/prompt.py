@@ -60,6 +60,13 @@ class Prompt:
         return count_messages(self.messages)
 
 
+def system_message(system: str, lines: Sequence[tuple[str, str]]) -> str:
+    """`build_prompt(system, lines, question).messages[0]["content"]`, without the Prompt."""
+    if not lines:
+        return system
+    return f"{system}\n\n{CONTEXT_HEADER}\n" + "\n".join(text for _, text in lines)
+
+
 def build_prompt(system: str, lines: Sequence[tuple[str, str]], question: str) -> Prompt:
     """`lines` are (fragment name, one-line text) in prompt order; the text is what is sent."""
     body = "\n".join(text for _, text in lines)
