@@ -100,14 +100,14 @@ def _profile(fact: Any) -> str:
         return f"Athlete: {_fmt(fact)}"
     goal = fact.get("goal") or {}
     who = ", ".join(
-        _fmt(v) for v in (fact.get("display_name"), fact.get("level"), fact.get("sport"), fact.get("sex")) if v
+        [_fmt(v) for v in (fact.get("display_name"), fact.get("level"), fact.get("sport"), fact.get("sex")) if v]
     )
     born = f", born {fact['birth_year']}" if fact.get("birth_year") else ""
     aim = ""
     if (type(goal) is dict or isinstance(goal, Mapping)) and goal:
         aim = "; goal " + " ".join(
-            _fmt(v) for v in (goal.get("event"), goal.get("date") and f"on {goal['date']}",
-                              goal.get("target_time") and f"target {goal['target_time']}") if v
+            [_fmt(v) for v in (goal.get("event"), goal.get("date") and f"on {goal['date']}",
+                               goal.get("target_time") and f"target {goal['target_time']}") if v]
         )
     return f"Athlete: {who}{born}{aim}"
 
@@ -119,7 +119,7 @@ def _chronotype(fact: Any) -> str:
 def _block(fact: Any) -> str:
     if not (type(fact) is dict or isinstance(fact, Mapping)):
         return f"Training block: {_fmt(fact)}"
-    head = " ".join(_fmt(v) for v in (fact.get("name"), fact.get("phase") and f"({fact['phase']} phase)") if v)
+    head = " ".join([_fmt(v) for v in (fact.get("name"), fact.get("phase") and f"({fact['phase']} phase)") if v])
     week = f", week {fact['week']} of {fact['of_weeks']}" if fact.get("week") and fact.get("of_weeks") else ""
     rest = _fields(fact, {"weekly_volume_km": "km/week", "planned_volume_km_next_week": "next week km",
                           "key_sessions": "key sessions", "ends_on": "ends"})
@@ -145,8 +145,10 @@ def _strength(fact: Any) -> str:
 
 
 def _readiness(label: str, labels: Mapping[str, str]) -> Renderer:
+    head, every = f"{label} readiness today: ", {"score": "score", "band": "band", **labels}
+
     def render(fact: Any) -> str:
-        return f"{label} readiness today: " + _fields(fact, {"score": "score", "band": "band", **labels})
+        return head + _fields(fact, every)
 
     return render
 
