@@ -37,6 +37,15 @@ class Fragment:
         """The fields that are missing or empty in `data` (None, "", [], {})."""
         return [path for path in self.fields if _is_empty(_lookup(data, path))]
 
+    def read(self, data: Mapping[str, Any]) -> tuple[Any, list[str]]:
+        """`extract(data)` and `empty_fields(data)` at once, each field looked up once."""
+        if len(self.fields) == 1:
+            value = _lookup(data, self.fields[0])
+            return value, ([self.fields[0]] if _is_empty(value) else [])
+        values = [_lookup(data, path) for path in self.fields]
+        return ({path.rsplit(".", 1)[-1]: v for path, v in zip(self.fields, values, strict=True)},
+                [path for path, v in zip(self.fields, values, strict=True) if _is_empty(v)])
+
 
 def _lookup(data: Mapping[str, Any], path: str) -> Any:
     if type(data) is dict and "." not in path:  # the usual case: a top-level field
@@ -50,18 +59,20 @@ def _lookup(data: Mapping[str, Any], path: str) -> Any:
 
 
 def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str | list | tuple | dict) and len(value) == 0)
+    return value is None or (isinstance(value, (str, list, tuple, dict)) and len(value) == 0)
 
 
 def _fmt(value: Any) -> str:
-    if type(value) is str:  # the usual case first
+    if type(value) is str:  # the usual cases first
         return value
+    if type(value) is int:
+        return str(value)
     if isinstance(value, float):
         return f"{value:g}"
-    if isinstance(value, list | tuple):
-        return "; ".join(_fmt(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return "; ".join([v if type(v) is str else _fmt(v) for v in value])
     if (type(value) is dict or isinstance(value, Mapping)):
-        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
+        return ", ".join([f"{k} {v if type(v) is str else _fmt(v)}" for k, v in value.items()])
     return str(value)
 
 
@@ -69,8 +80,12 @@ def _fields(fact: Any, labels: Mapping[str, str]) -> str:
     """`label value` pairs for the keys present, in the order of `labels`."""
     if not (type(fact) is dict or isinstance(fact, Mapping)):
         return _fmt(fact)
-    parts = [f"{label} {_fmt(value)}".strip() for key, label in labels.items()
-             if (value := fact.get(key)) not in (None, "", [])]
+    parts = []
+    for key, label in labels.items():
+        value = fact.get(key)
+        if value is None or value == "" or value == []:  # what `value in (None, "", [])` compares
+            continue
+        parts.append(f"{label} {value if type(value) is str else _fmt(value)}".strip())
     return ", ".join(parts) if parts else _fmt(fact)
 
 
@@ -85,14 +100,14 @@ def _profile(fact: Any) -> str:
         return f"Athlete: {_fmt(fact)}"
     goal = fact.get("goal") or {}
     who = ", ".join(
-        _fmt(v) for v in (fact.get("display_name"), fact.get("level"), fact.get("sport"), fact.get("sex")) if v
+        [_fmt(v) for v in (fact.get("display_name"), fact.get("level"), fact.get("sport"), fact.get("sex")) if v]
     )
     born = f", born {fact['birth_year']}" if fact.get("birth_year") else ""
     aim = ""
     if (type(goal) is dict or isinstance(goal, Mapping)) and goal:
         aim = "; goal " + " ".join(
-            _fmt(v) for v in (goal.get("event"), goal.get("date") and f"on {goal['date']}",
-                              goal.get("target_time") and f"target {goal['target_time']}") if v
+            [_fmt(v) for v in (goal.get("event"), goal.get("date") and f"on {goal['date']}",
+                               goal.get("target_time") and f"target {goal['target_time']}") if v]
         )
     return f"Athlete: {who}{born}{aim}"
 
@@ -104,7 +119,7 @@ def _chronotype(fact: Any) -> str:
 def _block(fact: Any) -> str:
     if not (type(fact) is dict or isinstance(fact, Mapping)):
         return f"Training block: {_fmt(fact)}"
-    head = " ".join(_fmt(v) for v in (fact.get("name"), fact.get("phase") and f"({fact['phase']} phase)") if v)
+    head = " ".join([_fmt(v) for v in (fact.get("name"), fact.get("phase") and f"({fact['phase']} phase)") if v])
     week = f", week {fact['week']} of {fact['of_weeks']}" if fact.get("week") and fact.get("of_weeks") else ""
     rest = _fields(fact, {"weekly_volume_km": "km/week", "planned_volume_km_next_week": "next week km",
                           "key_sessions": "key sessions", "ends_on": "ends"})
@@ -130,8 +145,10 @@ def _strength(fact: Any) -> str:
 
 
 def _readiness(label: str, labels: Mapping[str, str]) -> Renderer:
+    head, every = f"{label} readiness today: ", {"score": "score", "band": "band", **labels}
+
     def render(fact: Any) -> str:
-        return f"{label} readiness today: " + _fields(fact, {"score": "score", "band": "band", **labels})
+        return head + _fields(fact, every)
 
     return render
 

@@ -7,10 +7,10 @@ the rules are unsure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _pkg_version
-from typing import Final, TypeVar, cast, get_args
+from typing import Any, Final, NamedTuple, TypeVar, cast, get_args
 
 from coachctx.engine.audit import audit
 from coachctx.engine.availability import CostMode, DropUnavailable, FragmentFact, Prepared, prepared
@@ -36,9 +36,9 @@ from coachctx.engine.fragments import BY_NAME, FRAGMENT_NAMES
 from coachctx.engine.lookup import Named, evidence_of, lookup
 from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in
 from coachctx.engine.modifiers import ApplyScope
-from coachctx.engine.plan import MISSING, Plan, Role
+from coachctx.engine.plan import MISSING, Plan, Reason, Role, Status
 from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy, ScopeName
-from coachctx.engine.prompt import build_naive_prompt, build_prompt, system_block
+from coachctx.engine.prompt import build_naive_prompt, system_block, system_message
 from coachctx.engine.prompt import naive_tokens as naive_tokens_of
 from coachctx.engine.prompt import prompt_tokens as prompt_tokens_of
 from coachctx.engine.routing import Classifier, Route, route
@@ -130,10 +130,10 @@ def select(
                     named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
     return _decision(
         question, bundle, policy, decided, plan, ready, clinical,
-        scope=ScopeChoice(requested, cast("ScopeName | None", effective),
-                          None if inferred_from is None else tuple(inferred_from)),
+        scope=_shared(policy, ScopeChoice, requested, cast("ScopeName | None", effective),
+                      None if inferred_from is None else tuple(inferred_from)),
         tier=tier if budget is None else "custom", spend=spend, cost_mode=cost_mode, count_naive=count_naive,
-        policy_ref=PolicyRef(policy_source, policy.digest, policy_version))
+        policy_ref=_shared(policy, PolicyRef, policy_source, policy.digest, policy_version))
 
 
 def _decision(question: str, bundle: Bundle, policy: Policy, decided: Route, plan: Plan, ready: Prepared,
@@ -145,9 +145,8 @@ def _decision(question: str, bundle: Bundle, policy: Policy, decided: Route, pla
     max_words = max_words_for(decided, policy)
     system = system_block(bundle.language, max_words, clinical)
     lines = [(n, ready.facts[n].line or "") for n in plan.selected]
-    prompt = build_prompt(system, lines, question)
     naive = build_naive_prompt(system, None, question, payload_json=ready.naive_json) if count_naive else None
-    coverage = _coverage(plan)
+    notes = _plan_notes(policy, decided, plan, clinical)
     factor = NO_MATCH_CONFIDENCE if decided.matched_nothing else ROUTE_CONFIDENCE[decided.source]
     prompt_tokens, naive_tokens, saved_pct = _token_counts(system, lines, question, ready, count_naive=count_naive)
     return Decision(
@@ -157,20 +156,20 @@ def _decision(question: str, bundle: Bundle, policy: Policy, decided: Route, pla
         tier=tier,
         budget=spend,
         intent=_intent(decided, policy),
-        selected=tuple(plan.selected),
-        fragments=_fragments(plan, policy, ready.facts, costs),
-        warnings=(*audit(decided, plan, policy, clinical), *plan.warnings),
-        coverage=coverage,
-        confidence=round(coverage * factor, 4),
+        selected=notes.selected,
+        fragments=_fragments(notes, ready.facts, costs),
+        warnings=notes.warnings,
+        coverage=notes.coverage,
+        confidence=round(notes.coverage * factor, 4),
         tokens=TokenCounts(prompt_tokens, naive_tokens, saved_pct, cost_mode, budget_spent=plan.spent,
-                           selected_cost=sum(costs[n] for n in plan.selected), encoding="cl100k_base"),
+                           selected_cost=sum([costs[n] for n in notes.selected]), encoding="cl100k_base"),
         policy=policy_ref,
         version=VERSION,
         max_words=max_words,
         language=bundle.language,
-        clinical=ClinicalFlag(is_clinical=bool(clinical), terms=tuple(clinical)),
+        clinical=_shared(policy, ClinicalFlag, bool(clinical), tuple(clinical)),
         services=frozen_map({s: ServiceStatus(r.status, r.detail) for s, r in bundle.results.items()}),
-        prompt=PromptMessages(_messages(prompt.messages),
+        prompt=PromptMessages((Message("system", system_message(system, lines)), Message("user", question)),
                               None if naive is None else _messages(naive.messages)),
     )
 
@@ -209,16 +208,60 @@ def max_words_for(decided: Route, policy: Policy) -> int:
     return max(policy.intent(c).max_words for c in decided.contenders)
 
 
-def _fragments(plan: Plan, policy: Policy, fragment_facts: Mapping[str, FragmentFact],
-               costs: Mapping[str, int]) -> tuple[FragmentDecision, ...]:
+class PlanNotes(NamedTuple):
+    """What a Decision reads from its plan and route alone, made once per plan, route and
+    clinical terms (`_plan_notes`): the same for every bundle whose facts give that plan."""
+
+    selected: tuple[str, ...]
+    fragments: tuple[tuple[str, Status, Role, tuple[Reason, ...], str, Mapping[str, Role]], ...]
+    """Each fragment's name, status, role, reasons, service and requested_by, in plan order."""
+    warnings: tuple[str, ...]
+    coverage: float
+
+
+def _plan_notes(policy: Policy, decided: Route, plan: Plan, clinical: Sequence[str]) -> PlanNotes:
+    """The plan's notes for this route, memoised per policy by the route's and the plan's identity
+    (each kept beside its notes, so an id is never reused while remembered) and the clinical terms.
+    Plans and routes are shared by the questions that decide alike; the audit reads only them."""
+    memo: dict[tuple[int, int, tuple[str, ...]], tuple[Route, Plan, PlanNotes]] = policy.derived(
+        "plan_notes", lambda _: {})
+    key = (id(decided), id(plan), tuple(clinical))
+    entry = memo.get(key)
+    if entry is not None and entry[0] is decided and entry[1] is plan:
+        return entry[2]
     requested_by = _requested_by(policy, plan.considered)
-    return tuple(
-        FragmentDecision(
-            name=s.name, status=s.status, role=s.role, reasons=s.reasons,
-            cost=costs[s.name], cost_hand=fragment_facts[s.name].hand_cost,
-            cost_measured=fragment_facts[s.name].measured_cost, line=fragment_facts[s.name].line,
-            service=BY_NAME[s.name].service, requested_by=requested_by[s.name])
-        for s in plan.fragments)
+    notes = PlanNotes(
+        selected=tuple(plan.selected),
+        fragments=tuple((s.name, s.status, s.role, s.reasons, BY_NAME[s.name].service, requested_by[s.name])
+                        for s in plan.fragments),
+        warnings=(*audit(decided, plan, policy, clinical), *plan.warnings),
+        coverage=_coverage(plan))
+    return _remember(memo, key, (decided, plan, notes))[2]
+
+
+def _fragments(notes: PlanNotes, fragment_facts: Mapping[str, FragmentFact],
+               costs: Mapping[str, int]) -> tuple[FragmentDecision, ...]:
+    """Every fragment's record: the plan's notes on it and what the bundle supplied."""
+    out = []
+    for name, status, role, reasons, service, requested_by in notes.fragments:
+        fact = fragment_facts[name]
+        out.append(FragmentDecision(name, status, role, reasons, costs[name], fact.hand_cost, fact.measured_cost,
+                                    fact.line, service, requested_by))
+    return tuple(out)
+
+
+_R = TypeVar("_R")
+
+
+def _shared(policy: Policy, record: Callable[..., _R], *fields: Hashable) -> _R:
+    """`record(*fields)`, made once per policy and fields and shared: for the small records many
+    Decisions hold alike (the clinical flag, the scope, the policy reference). Records are frozen."""
+    memo: dict[tuple[object, ...], Any] = policy.derived("records", lambda _: {})
+    key = (record, *fields)
+    found = memo.get(key)
+    if found is None:
+        found = _remember(memo, key, record(*fields))
+    return found  # type: ignore[no-any-return]
 
 
 def _requested_by(policy: Policy, considered: tuple[str, ...]) -> Mapping[str, Mapping[str, Role]]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coachctx.engine.token_count import count_messages, count_once, count_tokens
+from coachctx.engine.token_count import count_fixed, count_messages, count_once, count_tokens
 
 LANGUAGE_NAMES: Final = {
     "en": "English", "es": "Spanish", "de": "German", "fr": "French", "pt": "Portuguese", "it": "Italian",
@@ -58,6 +58,13 @@ class Prompt:
     @property
     def tokens(self) -> int:
         return count_messages(self.messages)
+
+
+def system_message(system: str, lines: Sequence[tuple[str, str]]) -> str:
+    """`build_prompt(system, lines, question).messages[0]["content"]`, without the Prompt."""
+    if not lines:
+        return system
+    return f"{system}\n\n{CONTEXT_HEADER}\n" + "\n".join(text for _, text in lines)
 
 
 def build_prompt(system: str, lines: Sequence[tuple[str, str]], question: str) -> Prompt:
@@ -109,7 +116,7 @@ def system_tokens(system: str, lines: Sequence[tuple[str, str]], *, pieces: bool
         return count_tokens(system)
     alone: Sequence[int | None] = line_tokens if line_tokens is not None else [None] * len(lines)
     *head, ((_, last_text), last) = zip(lines, alone, strict=True)
-    return (count_tokens(system + "\n\n") + count_tokens(CONTEXT_HEADER + "\n")
+    return (count_tokens(system + "\n\n") + count_fixed(CONTEXT_HEADER + "\n")
             + sum(with_newline(text, n) for (_, text), n in head)
             + (count_tokens(last_text) if last is None else last))
 
@@ -141,4 +148,4 @@ def naive_tokens(system: str, payload_tokens: int, question: str, *, question_to
 
 def chat_tokens(system_content: int, question: int) -> int:
     """`count_messages` of a system and a user message, given their contents' tokens."""
-    return (_MESSAGE + system_content + count_tokens("system")) + (_MESSAGE + question + count_tokens("user")) + _MESSAGE
+    return (_MESSAGE + system_content + count_fixed("system")) + (_MESSAGE + question + count_fixed("user")) + _MESSAGE

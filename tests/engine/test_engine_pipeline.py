@@ -210,6 +210,28 @@ class TestDecision:
         assert (d.intent.name, d.intent.source) == ("injury", "model")
         assert model.asked == []
 
+    def test_a_plan_shared_by_two_routes_keeps_each_routes_warnings(self, policy: Policy, maya: Bundle) -> None:
+        # a failed model falls back alike, to the same (memoised) plan; the audit's notes follow the route
+        timeout = StubClassifier(None, error="timeout", timed_out=True)
+        slow, failed = (select(PAIN, maya, policy, classifier=c) for c in (timeout, StubClassifier(None, error="500")))
+        assert slow.selected == failed.selected and slow.fragments == failed.fragments
+        assert "the model could not route this question (model_timeout); fell back to training" in slow.warnings
+        assert "the model could not route this question (model_error); fell back to training" in failed.warnings
+        assert not {w for w in slow.warnings if "model_error" in w} | {w for w in failed.warnings if "timeout" in w}
+
+    def test_a_fresh_bundle_object_decides_alike(self, policy: Policy, bundles: dict[str, Bundle]) -> None:
+        for bundle in bundles.values():
+            again = Bundle(bundle.athlete, dict(bundle.results), bundle.city, bundle.language)
+            for question in (PAIN, TRAINING, KNEE_MARATHON):
+                assert select(question, again, policy).to_json() == select(question, bundle, policy).to_json()
+
+    def test_small_records_are_shared_only_when_equal(self, policy: Policy, maya: Bundle) -> None:
+        pain, training = (select(q, maya, policy) for q in (PAIN, TRAINING))
+        assert select(PAIN, maya, policy).clinical is pain.clinical
+        assert training.clinical != pain.clinical and training.scope is pain.scope
+        elsewhere = select(PAIN, maya, policy, policy_source="elsewhere.yaml").policy
+        assert elsewhere.source == "elsewhere.yaml" and pain.policy.source == "policy/default.yaml"
+
     def test_the_decision_is_deeply_frozen(self, policy: Policy, maya: Bundle) -> None:
         # a model route, so the model's record is there to try too
         d = select(PAIN, maya, policy, classifier=StubClassifier("injury"))
