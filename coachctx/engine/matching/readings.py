@@ -83,12 +83,17 @@ class Readings:
         fuzzy matches, then its compound parts. Usually none, found with one lookup."""
         readings = self.seen.get(word)
         if readings is None:
-            readings = tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *self.parts(word))) \
-                if may_have_readings(word) else ()
+            readings = self.read(word)
             if len(self.seen) >= WORD_CACHE_LIMIT:
                 self.seen.clear()
             self.seen[word] = readings
         return readings
+
+    def read(self, word: str) -> tuple[Reading, ...]:
+        """`of`, not memoised here: for a caller that keeps its own memo of the word."""
+        if not may_have_readings(word):
+            return ()
+        return tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *self.parts(word)))
 
     def parts(self, word: str) -> tuple[Term, ...]:
         """The terms a compound the table does not know is made of, at reduced weight: its longest
