@@ -25,7 +25,7 @@ from coachctx.engine.matching import (
     word_stems,
 )
 from coachctx.engine.matching.policy_terms import forget_words, shared_words
-from coachctx.engine.matching.readings import may_have_readings
+from coachctx.engine.matching.readings import may_be_compound, may_have_readings
 from coachctx.engine.matching.stems import stem_columns
 from coachctx.engine.policy import Policy
 from coachctx.engine.text import letter_scripts, stem, tokenise
@@ -93,6 +93,15 @@ def test_a_word_no_table_can_read_has_no_readings(policy: Policy, which: object)
     skipped = [w for w in words if not may_have_readings(w)]
     assert len(skipped) > 1000
     assert [w for w in skipped if matcher.readings.near(w) or matcher.readings.parts(w)] == []
+
+
+def test_a_word_no_table_can_read_as_a_compound_has_no_parts(policy: Policy) -> None:
+    shared = shared_words(policy)
+    words = [*_sample(3000, 11), "knieschmerzen", "kneskader", "polvikipu", "laufschuhe", "لسباق"]
+    skipped = [w for w in words if not may_be_compound(w, shared.compound_singles)]
+    assert len(skipped) > 1000
+    assert [w for w in skipped for m in shared.matchers if m.readings.parts(w)] == []
+    assert may_be_compound("knieschmerzen", shared.compound_singles)
 
 
 def _typos(words: list[str], seed: int) -> list[str]:

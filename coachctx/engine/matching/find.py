@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from coachctx.engine.matching.language import read_as_false_friend
-from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading, may_have_readings
-from coachctx.engine.matching.stems import stem_columns, word_stems
+from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading, may_be_compound, may_have_readings
+from coachctx.engine.matching.stems import COMPOUNDING, stem_columns, word_stems
 from coachctx.engine.matching.terms import Term
 from coachctx.engine.text import Tokens, stem
 
@@ -98,6 +98,9 @@ class SharedWords:
         self.index = {a: {first: tuple(found) for first, found in by_first.items()} for a, by_first in index.items()}
         """algorithm -> stem -> (table, its `Start`) for each table with a phrase starting so"""
         self.firsts = {a: frozenset(by_first) for a, by_first in self.index.items()}
+        self.compound_singles = {a: frozenset().union(*(m.readings.singles(a) for m in self.matchers if a in m.stemmed))
+                                 for a in sorted(COMPOUNDING) if any(a in m.stemmed for m in self.matchers)}
+        """compounding algorithm -> the stems any of the tables has a one-word term for"""
 
     def forget(self) -> None:
         """Empty the per-word memo: the state of tables that have never seen a question."""
@@ -132,10 +135,11 @@ class SharedWords:
             if here is None and not readable:
                 looked[word] = ()
                 continue
+            compound = readable and may_be_compound(word, self.compound_singles)
             per_table = []
             for t, matcher in enumerate(self.matchers):
                 mine = tuple(sorted(here[t], key=lambda start: start[0])) if here is not None else ()
-                per_table.append((mine, () if mine or not readable else matcher.readings.read(word)))
+                per_table.append((mine, () if mine or not readable else matcher.readings.read(word, compound)))
             looked[word] = tuple(per_table) if any(mine or read for mine, read in per_table) else ()
         return looked
 
