@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from coachctx.engine.matching import TermMatcher, vocabulary_matcher
+from coachctx.engine.matching import TermMatcher, vocabulary_in
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.text import Tokens, tokenise
 
@@ -57,7 +57,7 @@ def score(question: str | Tokens, policy: Policy, matcher: TermMatcher | None = 
     """The intents' keyword scores; `matcher` stands in for the policy's own vocabulary (a
     suggested edit is scored with the table it would make)."""
     tokens = question if isinstance(question, Tokens) else tokenise(question)
-    found = (matcher or vocabulary_matcher(policy)).find(tokens)
+    found = matcher.find(tokens) if matcher is not None else vocabulary_in(tokens, policy)
     scores = {name: 0.0 for name in INTENTS}
     matched: dict[str, list[tuple[str, float]]] = {name: [] for name in INTENTS}
     for entry in found:
@@ -142,7 +142,7 @@ def route(question: str | Tokens, policy: Policy, classifier: Classifier | None)
     # without a model the route is a function of the terms found and the scripts seen: questions
     # that match alike share one (immutable) Route
     tokens = question if isinstance(question, Tokens) else tokenise(question)
-    key = (tuple(vocabulary_matcher(policy).find(tokens)), tokens.scripts)
+    key = (vocabulary_in(tokens, policy), tokens.scripts)
     memo: dict[object, Route] = policy.derived("routes", lambda _: {})
     found = memo.get(key)
     if found is None:

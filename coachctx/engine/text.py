@@ -185,6 +185,8 @@ def tokenise(question: str) -> Tokens:
 def _split_chunk(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """A run of letters and digits as (its words of spaced scripts, its Han/Kana runs, its scripts
     in order of first appearance): memoised, since questions repeat their words."""
+    if chunk.isascii():  # ASCII letters and digits: one Latin word, as most chunks of most languages are
+        return (unstretch(chunk)[:MAX_TOKEN_CHARS],), (), _LATIN_SCRIPT if not chunk.isdigit() else ()
     words: list[str] = []
     runs: list[str] = []
     scripts: dict[str, None] = {}

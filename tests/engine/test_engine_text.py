@@ -65,6 +65,14 @@ class TestTokenise:
         assert score("my knee hurtsss sooo bad", policy).matched["injury"] == \
             score("my knee hurts so bad", policy).matched["injury"]
 
+    def test_ascii_words_of_a_non_ascii_question_are_latin_words(self) -> None:
+        # ASCII chunks take a shortcut: one Latin word each, digits of no script, stretched letters undone
+        t = tokenise("Café 2024 zone2 sooooo 膝 müde")
+        assert t.words == ("café", "2024", "zone2", "so", "müde")
+        assert t.unspaced == "膝"
+        assert t.scripts == ("Latin", "Han")
+        assert tokenise("١٢ 2024").scripts == ()
+
     def test_russian_keeps_cyrillic_words(self) -> None:
         tokens = tokenise("Что съесть перед тренировкой?")
         assert tokens.words == ("что", "съесть", "перед", "тренировкой")

@@ -24,9 +24,11 @@ from coachctx.engine.matching import (
     vocabulary_matcher,
     word_stems,
 )
-from coachctx.engine.matching.readings import may_have_readings
+from coachctx.engine.matching.policy_terms import forget_words, shared_words
+from coachctx.engine.matching.readings import may_be_compound, may_have_readings
+from coachctx.engine.matching.stems import stem_columns
 from coachctx.engine.policy import Policy
-from coachctx.engine.text import letter_scripts, stem
+from coachctx.engine.text import letter_scripts, stem, tokenise
 from coachctx.engine.token_count import count_once, count_tokens, encoding
 
 ODD_WORDS = ["5\u0301", "x\u0301y", "पानी", "दर्द", "مرحبا", "القدم", "πόνος", "колено", "ağrı", "łydka",
@@ -52,6 +54,30 @@ def test_word_stems_are_the_stems_under_every_algorithm() -> None:
         assert got == {a: word if a == "prefix" else stem(word, a) for a in ALGORITHMS}, word
 
 
+def test_stem_columns_are_the_words_stems() -> None:
+    words = _sample(1500, 2)
+    for group, by_algorithm in stem_columns(words, ALGORITHMS):
+        for i, word in enumerate(group):
+            got = {a: stems[i] for a, stems in by_algorithm.items()}
+            assert got == {a: key for key, algorithms in word_stems(word) for a in algorithms}, word
+
+
+def test_the_tables_read_together_find_what_each_finds_alone(policy: Policy) -> None:
+    """`shared_words`: each word looked up once for the policy's four tables."""
+    matchers = [vocabulary_matcher(policy), clinical_matcher(policy), fragment_matcher(policy), scope_matcher(policy)]
+    words = _sample(400, 10)
+    questions = [" ".join(words[i:i + 9]) for i in range(0, len(words), 9)]
+    questions += ["Knieschmerzen nach dem Lauf", "kneskader etter løping", "لسباق الماراثون", "무릎이 아파요",
+                  "膝が痛い", "should I trian through this knee pian today", "zone 2 this week?"]
+    forget_words(policy)
+    for question in questions:
+        together = shared_words(policy).find(tokenise(question))
+        assert together == tuple(tuple(m.find(tokenise(question))) for m in matchers), question
+    assert shared_words(policy).seen
+    forget_words(policy)
+    assert not shared_words(policy).seen
+
+
 def test_part_stems_are_the_stems_of_the_parts() -> None:
     for word in [w for w in _sample(1500, 3) if len(w) >= 7]:
         for algorithm in sorted(COMPOUNDING):
@@ -67,6 +93,15 @@ def test_a_word_no_table_can_read_has_no_readings(policy: Policy, which: object)
     skipped = [w for w in words if not may_have_readings(w)]
     assert len(skipped) > 1000
     assert [w for w in skipped if matcher.readings.near(w) or matcher.readings.parts(w)] == []
+
+
+def test_a_word_no_table_can_read_as_a_compound_has_no_parts(policy: Policy) -> None:
+    shared = shared_words(policy)
+    words = [*_sample(3000, 11), "knieschmerzen", "kneskader", "polvikipu", "laufschuhe", "لسباق"]
+    skipped = [w for w in words if not may_be_compound(w, shared.compound_singles)]
+    assert len(skipped) > 1000
+    assert [w for w in skipped for m in shared.matchers if m.readings.parts(w)] == []
+    assert may_be_compound("knieschmerzen", shared.compound_singles)
 
 
 def _typos(words: list[str], seed: int) -> list[str]:

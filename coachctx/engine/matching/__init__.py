@@ -8,10 +8,12 @@ Routing (`routing.py`) scores intents from what the vocabulary matcher finds. Th
 - `terms.py`         a term, and the keys it is filed under
 - `stems.py`         a question word's stems under every algorithm, a compound's part stems
 - `table.py`         `TermMatcher`: a table compiled once, grown or shrunk by one term
-- `find.py`          the terms of one question: phrases, substrings, prefixes, readings
+- `find.py`          the terms of one question: phrases, substrings, prefixes, readings; the
+                     words of a question looked up in several tables at once (`SharedWords`)
 - `readings.py`      misspellings, compound parts and Arabic clitics of unknown words
 - `language.py`      the question's language; no false friends from unrelated languages
-- `policy_terms.py`  the policy's four tables, shared per process; scope and clinical terms, named fragments
+- `policy_terms.py`  the policy's four tables, shared per process and read together; scope and clinical
+                     terms, named fragments
 """
 
 from coachctx.engine.matching.language import LANGUAGE_FAMILIES
@@ -26,6 +28,7 @@ from coachctx.engine.matching.policy_terms import (
     infer_scope,
     named_fragments_in,
     scope_matcher,
+    vocabulary_in,
     vocabulary_matcher,
 )
 from coachctx.engine.matching.readings import FUZZY_FACTOR, FUZZY_SCRIPTS, PART_FACTOR, fuzzy_distance
@@ -58,6 +61,7 @@ __all__ = [
     "part_stems",
     "scope_matcher",
     "term_matching",
+    "vocabulary_in",
     "vocabulary_matcher",
     "word_stems",
 ]

@@ -4,12 +4,12 @@ once, never a word of the question's own language read as an unrelated language'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from coachctx.engine.matching.language import read_as_false_friend
-from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading
-from coachctx.engine.matching.stems import word_stems
+from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading, may_be_compound, may_have_readings
+from coachctx.engine.matching.stems import COMPOUNDING, stem_columns, word_stems
 from coachctx.engine.matching.terms import Term
 from coachctx.engine.text import Tokens, stem
 
@@ -46,7 +46,7 @@ class PhraseStarts:
         algorithm."""
         starts = self.seen.get(word)
         if starts is None:
-            by_stem = self._by_stem or self._index_stems()
+            by_stem = self.by_stem()
             found = [(ai, first, singles, longer)
                      for first, algorithms in word_stems(word)
                      for ai, algorithm, singles, longer in by_stem.get(first, ()) if algorithm in algorithms]
@@ -55,6 +55,11 @@ class PhraseStarts:
                 self.seen.clear()
             self.seen[word] = starts
         return starts
+
+    def by_stem(self) -> Mapping[str, tuple[tuple[int, str, tuple[Term, ...], frozenset[str]], ...]]:
+        """Stem -> (algorithm index, algorithm, the one-word terms, the stems that can follow) for
+        every algorithm under which that stem starts a phrase."""
+        return self._by_stem or self._index_stems()
 
     def _index_stems(self) -> dict[str, tuple[Start, ...]]:
         by_stem: dict[str, list[tuple[int, str, tuple[Term, ...], frozenset[str]]]] = {}
@@ -69,6 +74,105 @@ class PhraseStarts:
                     (ai, algorithm, phrases.get((first,), ()), frozenset(seconds.get(first, ()))))
         self._by_stem.update({first: tuple(entries) for first, entries in by_stem.items()})
         return self._by_stem
+
+
+Looked = tuple[tuple[tuple[Start, ...], tuple[Reading, ...]], ...]
+"""A word as each of several tables sees it: the phrases it starts there or, where it starts none,
+its readings there; () when it is nothing to any of them."""
+
+
+class SharedWords:
+    """Question words looked up in several tables at once (a policy's vocabulary, clinical,
+    fragment and scope terms): a question's new words stemmed together for all the tables
+    (`stem_columns`), each stem looked up once in one index of every table's phrase starts, and
+    what each word is to each table memoised per word."""
+
+    def __init__(self, matchers: Sequence[TermMatcher]) -> None:
+        self.matchers = tuple(matchers)
+        self.seen: dict[str, Looked] = {}
+        index: dict[str, dict[str, list[tuple[int, Start]]]] = {}
+        for t, matcher in enumerate(self.matchers):
+            for first, entries in matcher.starts.by_stem().items():
+                for ai, algorithm, singles, longer in entries:
+                    index.setdefault(algorithm, {}).setdefault(first, []).append((t, (ai, first, singles, longer)))
+        self.index = {a: {first: tuple(found) for first, found in by_first.items()} for a, by_first in index.items()}
+        """algorithm -> stem -> (table, its `Start`) for each table with a phrase starting so"""
+        self.firsts = {a: frozenset(by_first) for a, by_first in self.index.items()}
+        self.compound_singles = {a: frozenset().union(*(m.readings.singles(a) for m in self.matchers if a in m.stemmed))
+                                 for a in sorted(COMPOUNDING) if any(a in m.stemmed for m in self.matchers)}
+        """compounding algorithm -> the stems any of the tables has a one-word term for"""
+
+    def forget(self) -> None:
+        """Empty the per-word memo: the state of tables that have never seen a question."""
+        self.seen.clear()
+
+    def find(self, tokens: Tokens) -> tuple[tuple[Term, ...], ...]:
+        """`TermMatcher.find` of each table, once per question for all of them."""
+        found = tokens.memo.get(self)
+        if found is None:
+            found = tokens.memo[self] = find_in_tables(self, tokens)
+        return found  # type: ignore[return-value]
+
+    def look_up(self, words: tuple[str, ...]) -> list[Looked]:
+        """What each word is to each table, in order."""
+        seen = self.seen
+        try:
+            return [seen[w] for w in words]
+        except KeyError:  # some word is new
+            pass
+        new = [w for w in dict.fromkeys(words) if w not in seen]
+        if len(seen) + len(new) > WORD_CACHE_LIMIT:
+            seen.clear()
+            new = list(dict.fromkeys(words))
+        seen.update(self._look_up_new(new))
+        return [seen[w] for w in words]
+
+    def _look_up_new(self, words: list[str]) -> dict[str, Looked]:
+        starts = self._starts(words)
+        looked: dict[str, Looked] = {}
+        for word in words:
+            here, readable = starts.get(word), may_have_readings(word)
+            if here is None and not readable:
+                looked[word] = ()
+                continue
+            compound = readable and may_be_compound(word, self.compound_singles)
+            per_table = []
+            for t, matcher in enumerate(self.matchers):
+                mine = tuple(sorted(here[t], key=lambda start: start[0])) if here is not None else ()
+                per_table.append((mine, () if mine or not readable else matcher.readings.read(word, compound)))
+            looked[word] = tuple(per_table) if any(mine or read for mine, read in per_table) else ()
+        return looked
+
+    def _starts(self, words: list[str]) -> dict[str, list[list[Start]]]:
+        """Word -> for each table, the phrases it starts there: for words that start any."""
+        found: dict[str, list[list[Start]]] = {}
+        for group, by_algorithm in stem_columns(words, self.index):
+            for algorithm, stems in by_algorithm.items():
+                if self.firsts[algorithm].isdisjoint(stems):
+                    continue  # no word of the group starts a phrase under this algorithm: the usual case
+                index = self.index[algorithm]
+                for word, first in zip(group, stems, strict=True):
+                    for t, start in index.get(first, ()):
+                        found.setdefault(word, [[] for _ in self.matchers])[t].append(start)
+        return found
+
+
+def find_in_tables(shared: SharedWords, tokens: Tokens) -> tuple[tuple[Term, ...], ...]:
+    """`find_terms` of each of the shared tables, with each word looked up once for all of them."""
+    starts: list[list[tuple[int, int, Start]]] = [[] for _ in shared.matchers]
+    unknown: list[list[tuple[int, tuple[Reading, ...]]]] = [[] for _ in shared.matchers]
+    for i, looked in enumerate(shared.look_up(tokens.words)):
+        if not looked:
+            continue  # nothing to any table: most words
+        for t, (here, read) in enumerate(looked):
+            if here:
+                starts[t] += [(start[0], i, start) for start in here]
+            elif read:
+                unknown[t].append((i, read))
+    for found in starts:
+        found.sort()
+    return tuple(tuple(_terms_found(matcher, tokens, starts[t], unknown[t]))
+                 for t, matcher in enumerate(shared.matchers))
 
 
 class _Evidence:
@@ -102,8 +206,14 @@ class _Evidence:
 
 def find_terms(matcher: TermMatcher, tokens: Tokens) -> list[Term]:
     """Every distinct term of the table found in the question, in the table's order per kind of match."""
-    evidence = _Evidence(tokens)
     starts, unknown = _look_up_words(matcher, tokens.words)
+    return _terms_found(matcher, tokens, starts, unknown)
+
+
+def _terms_found(matcher: TermMatcher, tokens: Tokens, starts: list[tuple[int, int, Start]],
+                 unknown: list[tuple[int, tuple[Reading, ...]]]) -> list[Term]:
+    """The terms of a table from what its words were looked up as: phrase starts, unknown words."""
+    evidence = _Evidence(tokens)
     _add_phrases(matcher, tokens.words, starts, evidence)
     _add_substrings(matcher, tokens, evidence.found)
     _add_prefixes(matcher, tokens, evidence.found)

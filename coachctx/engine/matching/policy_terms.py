@@ -3,13 +3,16 @@ per distinct table in a process, and what each finds in a question."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any, Final
 
+from coachctx.engine.matching.find import SharedWords
 from coachctx.engine.matching.language import language_of_words
 from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher, table_fingerprint
+from coachctx.engine.matching.terms import Term
 from coachctx.engine.policy import Policy
 from coachctx.engine.text import Tokens, clear_word_memos, tokenise
 
@@ -32,6 +35,36 @@ def compile_shared(table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> Te
     return found
 
 
+_SHARED: dict[tuple[str, ...], SharedWords] = {}
+_EVERY_SHARED: weakref.WeakSet[SharedWords] = weakref.WeakSet()
+"""Every `SharedWords` still in use, also one a policy keeps after `_SHARED` let it go: `forget_words` reaches them all."""
+
+
+def shared_words(policy: Policy) -> SharedWords:
+    """The policy's four tables (vocabulary, clinical, fragment, scope) read together, once per
+    distinct set of tables in this process, like `compile_shared`."""
+    def build(p: Policy) -> SharedWords:
+        matchers = tuple(m(p) for m in (vocabulary_matcher, clinical_matcher, fragment_matcher, scope_matcher))
+        key = tuple(m.fingerprint for m in matchers)
+        found = _SHARED.get(key)
+        if found is None:
+            if len(_SHARED) >= _COMPILED_LIMIT:
+                _SHARED.pop(next(iter(_SHARED)))
+            found = _SHARED[key] = SharedWords(matchers)
+            _EVERY_SHARED.add(found)
+        return found
+    return policy.derived("shared_words", build)
+
+
+def _found(tokens: Tokens, policy: Policy) -> tuple[tuple[Term, ...], ...]:
+    """The terms of each of the policy's four tables in the question, found together once per question."""
+    return shared_words(policy).find(tokens)
+
+
+def vocabulary_in(question: str | Tokens, policy: Policy) -> tuple[Term, ...]:
+    """`vocabulary_matcher(policy).find(question)`, found with the policy's other tables."""
+    return _found(question if isinstance(question, Tokens) else tokenise(question), policy)[0]
+
 
 def vocabulary_matcher(policy: Policy) -> TermMatcher:
     """Compiled once per policy object."""
@@ -46,7 +79,7 @@ def clinical_matcher(policy: Policy) -> TermMatcher:
 
 def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
     tokens = question if isinstance(question, Tokens) else tokenise(question)
-    return [t.term for t in clinical_matcher(policy).find(tokens)]
+    return [t.term for t in _found(tokens, policy)[1]]
 
 
 def fragment_matcher(policy: Policy) -> TermMatcher:
@@ -60,7 +93,7 @@ def named_fragments_in(question: str | Tokens, policy: Policy) -> dict[str, list
     """Fragment -> the fragment terms of the question that name it, in policy order."""
     tokens = question if isinstance(question, Tokens) else tokenise(question)
     named: dict[str, list[str]] = {}
-    for entry in fragment_matcher(policy).find(tokens):
+    for entry in _found(tokens, policy)[2]:
         named.setdefault(entry.label, []).append(entry.term)
     return {name: named[name] for name in policy.fragment_terms if name in named}
 
@@ -76,7 +109,7 @@ def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, lis
     """The horizon the question implies and the words that imply it. With several, the one
     with most matched terms wins; a tie goes to the shorter horizon (today < week < months)."""
     tokens = question if isinstance(question, Tokens) else tokenise(question)
-    found = scope_matcher(policy).find(tokens)
+    found = _found(tokens, policy)[3]
     if not found:
         return None, []
     by_scope: dict[str, list[str]] = {}
@@ -88,8 +121,7 @@ def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, lis
 
 def compile_matchers(policy: Policy) -> None:
     """Build every matcher a decision reads, now rather than on the first question."""
-    for matcher in (vocabulary_matcher, clinical_matcher, fragment_matcher, scope_matcher):
-        matcher(policy)
+    shared_words(policy)
 
 
 def forget_words(*policies: Policy) -> None:
@@ -106,6 +138,8 @@ def forget_words(*policies: Policy) -> None:
     for matcher in _COMPILED.values():
         matcher.starts.forget()
         matcher.readings.forget()
+    for shared in _EVERY_SHARED:
+        shared.forget()
     for policy in policies:
         for memo in ("routes", "lookups"):
             policy.derived(memo, lambda _: {}).clear()

@@ -51,6 +51,21 @@ def may_have_readings(word: str) -> bool:
         and word not in common_words()
 
 
+def may_be_compound(word: str, singles: Mapping[str, frozenset[str]]) -> bool:
+    """False when no table whose one-word stems per compounding algorithm are among `singles` (a
+    union over tables) can read the word as a compound (`Readings.parts`): no part of it stems to
+    one of them, and it is not Arabic."""
+    if word and script_of(word[0]) == "Arabic":
+        return True
+    if len(word) < MIN_HEAD + MIN_MODIFIER or not word.isalpha() or word in common_words():
+        return False
+    for algorithm, stems in singles.items():
+        heads, modifiers = part_stems(word, algorithm)
+        if not (stems.isdisjoint(heads) and stems.isdisjoint(modifiers)):
+            return True
+    return False
+
+
 Reading = tuple[str, Term]
 """(the term as the table has it, the reading: the term at reduced weight, named after the word)"""
 
@@ -83,12 +98,18 @@ class Readings:
         fuzzy matches, then its compound parts. Usually none, found with one lookup."""
         readings = self.seen.get(word)
         if readings is None:
-            readings = tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *self.parts(word))) \
-                if may_have_readings(word) else ()
+            readings = self.read(word)
             if len(self.seen) >= WORD_CACHE_LIMIT:
                 self.seen.clear()
             self.seen[word] = readings
         return readings
+
+    def read(self, word: str, compound: bool = True) -> tuple[Reading, ...]:
+        """`of`, not memoised here: for a caller that keeps its own memo of the word, and may know
+        that it is no compound of this table's terms (`may_be_compound`)."""
+        if not may_have_readings(word):
+            return ()
+        return tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *(self.parts(word) if compound else ())))
 
     def parts(self, word: str) -> tuple[Term, ...]:
         """The terms a compound the table does not know is made of, at reduced weight: its longest
@@ -102,7 +123,7 @@ class Readings:
             # in the table's own order: a set's order changes with each process's hash seed, and the
             # first language to find a part decides its weight
             for algorithm in (a for a in self.stemmed if a in COMPOUNDING):
-                table, singles = self.stemmed[algorithm], self._singles(algorithm)
+                table, singles = self.stemmed[algorithm], self.singles(algorithm)
                 heads, modifiers = part_stems(word, algorithm)
                 if singles.isdisjoint(heads) and singles.isdisjoint(modifiers):
                     continue  # the usual answer, found without a lookup per part
@@ -119,7 +140,7 @@ class Readings:
             self._parts_seen[word] = found
         return found
 
-    def _singles(self, algorithm: str) -> frozenset[str]:
+    def singles(self, algorithm: str) -> frozenset[str]:
         """The stems the table has a one-word term for, under one algorithm."""
         found = self._singles_seen.get(algorithm)
         if found is None:

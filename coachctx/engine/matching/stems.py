@@ -3,7 +3,7 @@ of a compound's possible parts: memoised per process, shared by every matcher.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from functools import lru_cache
 from typing import Final
 
@@ -37,6 +37,24 @@ def word_stems(word: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     for algorithm, stem_word in run:
         groups.setdefault(stem_word(word), []).append(algorithm)
     return tuple((key, tuple(algorithms)) for key, algorithms in groups.items() if algorithms)
+
+
+def stem_columns(words: Sequence[str], algorithms: Collection[str]) -> list[tuple[list[str], dict[str, list[str]]]]:
+    """`word_stems` of several words at once under some of `ALGORITHMS`, as (the words of one set of
+    scripts, algorithm -> their stems in order) for each set of scripts among the words (most
+    questions have one): one stemmer call per algorithm and set, not one per word and algorithm."""
+    groups: dict[frozenset[str] | None, list[str]] = {}
+    for word in words:
+        groups.setdefault(letter_scripts(word), []).append(word)
+    columns = []
+    for scripts, group in groups.items():
+        run, own = _stemmers_for(scripts)
+        by_algorithm = dict.fromkeys((a for a in own if a in algorithms), group)
+        for algorithm, _ in run:
+            if algorithm in algorithms:
+                by_algorithm[algorithm] = stemmer(algorithm).stemWords(group)
+        columns.append((group, by_algorithm))
+    return columns
 
 
 @lru_cache(maxsize=64)
