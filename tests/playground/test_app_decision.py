@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from app_support import ATHLETES, READINESS, all_text, decision, fragments_table, started
+from app_support import ATHLETES, READINESS, all_text, click_example, decision, fragments_table, started
 
 from coachctx import playground as pg
 from coachctx.engine.decision import ModelCall
@@ -39,14 +39,14 @@ class TestDecisionView:
         at.text_input(key="question").input("thanks!").run()
         assert decision(at)["question"] == "thanks!"
         index = pg.EXAMPLE_QUESTIONS.index(pg.PAIN_QUESTION)
-        at.button(key=f"example_{index}").click().run()
+        click_example(at, index)
         assert at.text_input(key="question").value == pg.PAIN_QUESTION
         assert decision(at)["question"] == pg.PAIN_QUESTION
 
     def test_every_example_question_decides(self) -> None:
         at = started()
         for index, question in enumerate(pg.EXAMPLE_QUESTIONS):
-            at.button(key=f"example_{index}").click().run()
+            click_example(at, index)
             assert not at.exception, (question, [e.stack_trace for e in at.exception])
             assert decision(at)["question"] == question
 

@@ -9,6 +9,7 @@ from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUE
 from coachctx.model import ModelSettings, model_settings
 from coachctx.playground.ui.cache import bundle_for, secrets_settings, upstream
 from coachctx.playground.ui.callbacks import use_example
+from coachctx.playground.ui.lazy import lazy_popover
 from coachctx.playground.ui.state import Policies, StoreView
 from coachctx.playground.ui.url import open_tab
 
@@ -21,9 +22,10 @@ def render_inputs(policies: Policies) -> pg.ViewState:
     q, examples = st.columns([5, 1.2], vertical_alignment="bottom")
     q.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
                  placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
-    with examples.popover("Examples", icon=":material/lightbulb:", width="stretch"):
-        for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
-            st.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
+    with examples:  # the example buttons are built only while the list is open
+        if (box := lazy_popover("Examples", key="examples", icon=":material/lightbulb:")) is not None:
+            for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
+                box.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
     tiers = [*policies.working.tiers, "custom"]
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]

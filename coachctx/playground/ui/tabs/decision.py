@@ -8,6 +8,7 @@ import streamlit as st
 from coachctx import playground as pg
 from coachctx.engine.decision import Decision
 from coachctx.playground.ui.cache import bundle_for
+from coachctx.playground.ui.lazy import lazy_expander
 from coachctx.playground.ui.state import Context
 from coachctx.playground.ui.tabs.suggest import render_label_control
 
@@ -104,15 +105,18 @@ def render_selection(d: Decision) -> None:
 
     st.markdown("**All eleven facts**, one per row — open a row for why in full, the line sent, both costs and "
                 "the technical names")
+    # each row, the table and the services are built only while open (lazy.py)
     with st.container(key="fact_rows"):
         for f in d.fragments:
             title, body = pg.fragment_row(f, d)
-            with st.expander(title):
-                st.markdown(body)
-    with st.expander("The same as a table (sortable; scroll right for every column)"):
-        render_fragments_table(d)
-    with st.expander("Services for this athlete"):
-        st.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
+            if (row := lazy_expander(title, key=f"fact_{f.name}")) is not None:
+                row.markdown(body)
+    if (table := lazy_expander("The same as a table (sortable; scroll right for every column)",
+                               key="facts_table")) is not None:
+        with table:
+            render_fragments_table(d)
+    if (services := lazy_expander("Services for this athlete", key="services_box")) is not None:
+        services.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
 
 
 def render_download(d: Decision, ctx: Context) -> None:
