@@ -64,9 +64,10 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
     """The sidebar; returns the model settings when a model is configured."""
     ss = st.session_state
     with st.sidebar:
-        st.header("Policy in use")
         working = policies.working
-        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · fingerprint (digest) `{working.digest}`")
+        # a heading and what follows it are one element: each element costs every rerun its time
+        st.markdown(f"## Policy in use\n\n{origin.description[:1].upper()}{origin.description[1:]} · fingerprint "
+                    f"(digest) `{working.digest}`")
         if working.digest != policies.checked_in.digest:
             st.caption(f"The checked-in policy is `{policies.checked_in.digest}`.")
         live = sv.label_map.get("live")
@@ -88,10 +89,9 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
         elif ss.get("draft_kept") is not None:
             st.caption(f"Your draft is kept in the policy store (draft `{ss['draft_id']}`, in the address): a "
                        "reload or a restart brings it back. Save it as a version to share it.")
-        st.caption("Share this view: copy the address bar. It holds the question, athlete, time horizon, tier "
-                   "and cost mode, and the draft (on this server) or the policy digest.")
-
-        st.header("Model (optional)")
+        st.markdown(":small[:gray[Share this view: copy the address bar. It holds the question, athlete, time "
+                    "horizon, tier and cost mode, and the draft (on this server) or the policy digest.]]"
+                    "\n\n## Model (optional)")
         st.text_input("OpenAI API key for this session", type="password", key="typed_api_key",
                       help="Kept in this browser session only; never written anywhere.")
         # the environment first, then secrets.toml; a key typed here wins over both
