@@ -133,7 +133,7 @@ from coachctx.playground.words import (
     matched_terms_table,
     model_answer,
     routing_headline,
-    scores_frame,
+    score_rows,
     service_status_lines,
 )
 
@@ -157,7 +157,7 @@ __all__ = [
     "explain_fragment",
     "fragment_row",
     "fragments_frame",
-    "scores_frame",
+    "score_rows",
     "matched_terms_table",
     "routing_headline",
     "model_answer",

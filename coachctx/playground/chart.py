@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from coachctx.engine.decision import Decision
-from coachctx.playground.words import scores_frame
+from coachctx.playground.words import score_rows
 
 STANDING_COLORS: Final[Mapping[str, str]] = {"routed": "#1f77b4", "contender": "#ff7f0e", "other": "#b0b0b0"}
 
@@ -15,7 +15,7 @@ STANDING_COLORS: Final[Mapping[str, str]] = {"routed": "#1f77b4", "contender": "
 def routing_chart(d: Decision) -> dict[str, Any]:
     """Keyword score per intent with the confidence threshold (a red rule) and the margin (a
     shaded band below the top score: a runner-up inside it makes routing unsure)."""
-    rows = scores_frame(d).to_dict("records")
+    rows = score_rows(d)
     threshold = d.intent.threshold
     margin = d.intent.required_margin
     top = max((float(r["score"]) for r in rows), default=0.0)

@@ -203,10 +203,10 @@ def fragment_row(f: FragmentDecision, d: Decision) -> tuple[str, str]:
     return title, body
 
 
-def scores_frame(d: Decision) -> pd.DataFrame:
+def score_rows(d: Decision) -> list[dict[str, str | float]]:
     """One row per intent: keyword score, the terms that matched, and its standing."""
     intent = d.intent
-    rows = []
+    rows: list[dict[str, str | float]] = []
     for name, value in intent.scores.items():
         terms = intent.matched.get(name, ())
         if name == intent.name:
@@ -217,7 +217,7 @@ def scores_frame(d: Decision) -> pd.DataFrame:
             standing = "other"
         rows.append({"intent": name, "score": float(value), "standing": standing,
                      "matched": ", ".join(f"{t} ({w:g})" for t, w in terms) or "—"})
-    return pd.DataFrame(rows)
+    return rows
 
 
 def matched_terms_table(d: Decision) -> str:

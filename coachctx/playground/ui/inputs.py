@@ -7,7 +7,7 @@ import streamlit as st
 from coachctx import playground as pg
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.model import ModelSettings, model_settings
-from coachctx.playground.ui.cache import bundle_for, secrets_settings, upstream
+from coachctx.playground.ui.cache import athlete_labels, secrets_settings, upstream
 from coachctx.playground.ui.callbacks import use_example
 from coachctx.playground.ui.lazy import lazy_popover
 from coachctx.playground.ui.state import Policies, StoreView
@@ -32,7 +32,7 @@ def render_inputs(policies: Policies) -> pg.ViewState:
     athletes = upstream().athletes()
     c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.2, 1.0])
     athlete = c1.selectbox("Athlete", athletes, key="athlete",
-                           format_func=lambda a: pg.athlete_label(a, bundle_for(a), upstream().describe(a)),
+                           format_func=lambda a: athlete_labels().get(a, a),
                            help="Sample athletes (sample_athletes/): each one shows a case — a service down, "
                                 "data never computed, empty fields, another language.")
     scope = c2.selectbox("Time horizon", list(SCOPE_REQUESTS), key="scope",

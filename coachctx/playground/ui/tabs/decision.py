@@ -21,7 +21,8 @@ def tab_decision(ctx: Context) -> None:
     render_headline(d)
     render_routing(d)
     render_selection(d)
-    render_label_control(d.to_json(), key="label_decision", store=ctx.store.store, store_error=ctx.store.error)
+    # the decision as JSON, as the page keeps it (compute_decision): not serialised a second time
+    render_label_control(st.session_state["decision"], key="label_decision", store=ctx.store.store, store_error=ctx.store.error)
     render_download(d, ctx)
 
 
