@@ -12,6 +12,8 @@ from coachctx import playground as pg
 from coachctx.engine.decision import Decision
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.model import ModelSettings
+from coachctx.playground.fact_rows import CSS as FACT_ROWS_CSS
+from coachctx.playground.fact_rows import KEEP_OPEN as KEEP_FACTS_OPEN
 from coachctx.playground.ui.cache import ROOT, decide
 from coachctx.playground.ui.inputs import render_inputs, render_sidebar
 from coachctx.playground.ui.state import Context, Policies, keep_draft, load_policies, load_store, origin_of
@@ -44,6 +46,7 @@ PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro'
             "user-select: none;}"
             # the page's own scripts take no room (an empty element still gets a gap)
             "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > script:first-child) {display: none;}"
+            + FACT_ROWS_CSS +
             # each uploader states its limit once, in its label; Streamlit's line would state a second one
             "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
 
@@ -120,7 +123,8 @@ def main() -> None:
     if error and view.question.strip():
         st.error(error)
     write_query_params(view)
-    st.html(UNSAVED_GUARD % ("true" if unsaved else "false") + LINE_NUMBERS, unsafe_allow_javascript=True)
+    st.html(UNSAVED_GUARD % ("true" if unsaved else "false") + LINE_NUMBERS + KEEP_FACTS_OPEN,
+            unsafe_allow_javascript=True)
     ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
                   origin=origin)
     # only the open tab is built: a rerun after a question change does not lay out the other five

@@ -7,6 +7,7 @@ import streamlit as st
 
 from coachctx import playground as pg
 from coachctx.engine.decision import Decision, FragmentDecision
+from coachctx.playground.fact_rows import fact_rows_html
 from coachctx.playground.ui.cache import bundle_for
 from coachctx.playground.ui.lazy import lazy_expander
 from coachctx.playground.ui.state import Context
@@ -110,14 +111,8 @@ def render_selection(d: Decision) -> None:
         st.container(key="withheld_fragments").markdown(
             f"**:red[Withheld ({len(withheld)})]**\n\n" + fragment_list(withheld, d))
 
-    st.markdown("**All eleven facts**, one per row — open a row for why in full, the line sent, both costs and "
-                "the technical names")
-    # each row, the table and the services are built only while open (lazy.py)
-    with st.container(key="fact_rows"):
-        for f in d.fragments:
-            title, body = pg.fragment_row(f, d)
-            if (row := lazy_expander(title, key=f"fact_{f.name}")) is not None:
-                row.markdown(body)
+    # the eleven rows are one element (fact_rows.py); the table and the services are built only while open
+    st.container(key="fact_rows").html(fact_rows_html(d))
     if (table := lazy_expander("The same as a table (sortable; scroll right for every column)",
                                key="facts_table")) is not None:
         with table:
