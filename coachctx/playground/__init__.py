@@ -130,10 +130,10 @@ from coachctx.playground.words import (
     fragment_row,
     fragment_title,
     fragments_frame,
-    matched_terms_frame,
+    matched_terms_table,
     model_answer,
     routing_headline,
-    scores_frame,
+    score_rows,
     service_status_lines,
 )
 
@@ -157,8 +157,8 @@ __all__ = [
     "explain_fragment",
     "fragment_row",
     "fragments_frame",
-    "scores_frame",
-    "matched_terms_frame",
+    "score_rows",
+    "matched_terms_table",
     "routing_headline",
     "model_answer",
     "decision_summary",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -202,10 +203,10 @@ def fragment_row(f: FragmentDecision, d: Decision) -> tuple[str, str]:
     return title, body
 
 
-def scores_frame(d: Decision) -> pd.DataFrame:
+def score_rows(d: Decision) -> list[dict[str, str | float]]:
     """One row per intent: keyword score, the terms that matched, and its standing."""
     intent = d.intent
-    rows = []
+    rows: list[dict[str, str | float]] = []
     for name, value in intent.scores.items():
         terms = intent.matched.get(name, ())
         if name == intent.name:
@@ -216,13 +217,19 @@ def scores_frame(d: Decision) -> pd.DataFrame:
             standing = "other"
         rows.append({"intent": name, "score": float(value), "standing": standing,
                      "matched": ", ".join(f"{t} ({w:g})" for t, w in terms) or "—"})
-    return pd.DataFrame(rows)
+    return rows
 
 
-def matched_terms_frame(d: Decision) -> pd.DataFrame:
-    rows = [{"intent": name, "term": term, "weight": float(weight)}
+def matched_terms_table(d: Decision) -> str:
+    """The terms that matched, as a Markdown table (intent, term, weight); empty when none did."""
+    rows = [f"| {name} | {_md_text(term)} | {float(weight):.2g} |"
             for name, terms in d.intent.matched.items() for term, weight in terms]
-    return pd.DataFrame(rows, columns=["intent", "term", "weight"])
+    return "\n".join(["| intent | term | weight |", "| --- | --- | ---: |", *rows]) if rows else ""
+
+
+def _md_text(text: str) -> str:
+    """Text shown as itself in Markdown: its punctuation escaped (a `|` would end a table cell)."""
+    return re.sub(r"([\\`*_{}\[\]<>()#+\-.!|:~])", r"\\\1", text)
 
 
 def routing_headline(d: Decision) -> str:

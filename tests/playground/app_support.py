@@ -106,7 +106,19 @@ def frame_with(at: AppTest, *columns: str) -> Any:
 
 
 def fragments_table(at: AppTest) -> Any:
+    """The Decision tab's table of the eleven facts, its expander opened first as a click does
+    (it is built only while open)."""
+    if "facts_table" not in at.session_state or not at.session_state["facts_table"]:
+        at.session_state["facts_table"] = True
+        ok(at.run())
     return frame_with(at, "fragment", "line").set_index("fragment")
+
+
+def click_example(at: AppTest, index: int) -> AppTest:
+    """Open the Examples list (its buttons are built only while it is open) and click one."""
+    at.session_state["examples"] = True
+    ok(at.run())
+    return ok(at.button(key=f"example_{index}").click().run())
 
 
 def save(at: AppTest, message: str, *, label: str, author: str = "ana") -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from app_support import ATHLETES, READINESS, all_text, decision, fragments_table, started
+from app_support import ATHLETES, READINESS, all_text, click_example, decision, fragments_table, started
 
 from coachctx import playground as pg
 from coachctx.engine.decision import ModelCall
 from coachctx.engine.pipeline import SCOPE_REQUESTS, select
 from coachctx.engine.policy import load_policy
+from coachctx.playground.fact_rows import fact_rows_html, inline_html
 
 
 class TestDecisionView:
@@ -39,14 +40,14 @@ class TestDecisionView:
         at.text_input(key="question").input("thanks!").run()
         assert decision(at)["question"] == "thanks!"
         index = pg.EXAMPLE_QUESTIONS.index(pg.PAIN_QUESTION)
-        at.button(key=f"example_{index}").click().run()
+        click_example(at, index)
         assert at.text_input(key="question").value == pg.PAIN_QUESTION
         assert decision(at)["question"] == pg.PAIN_QUESTION
 
     def test_every_example_question_decides(self) -> None:
         at = started()
         for index, question in enumerate(pg.EXAMPLE_QUESTIONS):
-            at.button(key=f"example_{index}").click().run()
+            click_example(at, index)
             assert not at.exception, (question, [e.stack_trace for e in at.exception])
             assert decision(at)["question"] == question
 
@@ -101,6 +102,17 @@ class TestDecisionView:
 
 
 class TestDecisionDetails:
+    def test_each_fact_is_a_row_that_says_why_and_shows_its_data_as_written(self, maya: Any) -> None:
+        d = select(pg.PAIN_QUESTION, maya, load_policy())
+        page = fact_rows_html(d)
+        assert page.count("<details data-fact=") == len(d.fragments) == 11
+        for f in d.fragments:
+            title, _ = pg.fragment_row(f, d)
+            assert f'data-fact="{f.name}"><summary>{inline_html(title)}</summary>' in page
+        assert page.count("<strong>Why:</strong>") == 11
+        assert inline_html("**Line sent:** <b>5x2km</b> & `hand`  \nnext") == (
+            "<strong>Line sent:</strong> &lt;b&gt;5x2km&lt;/b&gt; &amp; <code>hand</code><br>next")
+
     def test_a_model_answer_of_none_is_said_in_words(self) -> None:
         assert pg.model_answer(ModelCall(label=None, raw=None, latency_ms=812.4)) == "asked, but gave no answer in 812 ms"
         assert pg.model_answer(ModelCall(label="injury", raw="injury", latency_ms=None)) == "answered `injury`"

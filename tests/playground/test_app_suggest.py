@@ -32,7 +32,14 @@ def started(question: str = GLUTE) -> AppTest:
     return ok(at.text_input(key="question").input(question).run())
 
 
+def open_label_box(at: AppTest, key: str) -> AppTest:
+    """Open “This should be…” as a click does (its inputs are built only while it is open)."""
+    at.session_state[f"{key}.box"] = True
+    return ok(at.run())
+
+
 def label_it(at: AppTest, key: str, intents: list[str], needs: list[str] | None = None, author: str = "ana") -> None:
+    open_label_box(at, key)
     at.multiselect(key=f"{key}.intents").set_value(intents)
     if needs:
         at.multiselect(key=f"{key}.needs").set_value(needs)
@@ -92,7 +99,7 @@ def test_label_suggest_apply_impact_save(store_url: str) -> None:
 
 
 def test_a_label_needs_an_intent_and_an_author(store_url: str) -> None:
-    at = started()
+    at = open_label_box(started(), "label_decision")
     assert at.button(key="label_decision.store").disabled
     at.multiselect(key="label_decision.intents").set_value(["injury"])
     ok(at.run())
@@ -164,7 +171,7 @@ class TestApplyToDraft:
 
 
 def test_a_labels_language_is_guessed_can_be_changed_and_is_stored(store_url: str) -> None:
-    at = started("mi rodilla duele después de correr, ¿descanso?")
+    at = open_label_box(started("mi rodilla duele después de correr, ¿descanso?"), "label_decision")
     assert at.selectbox(key="label_decision.lang").value == "es"  # guessed from its everyday words
     at.selectbox(key="label_decision.lang").set_value("pt")
     label_it(at, "label_decision", ["injury"])

@@ -148,7 +148,7 @@ def a_fact_s_reason_is_read_in_full(page: Any, width: int) -> None:
     """Long text sits in expandable rows: opened, a fact's reason is inside the window."""
     from playwright.sync_api import expect
 
-    row = page.locator(".st-key-fact_rows [data-testid='stExpander']").first
+    row = page.locator(".st-key-fact_rows details").first
     row.locator("summary").click()
     why = row.get_by_text("Why:", exact=False)
     expect(why).to_be_visible(timeout=UI_TIMEOUT_MS)

@@ -40,6 +40,13 @@ def bundle_for(athlete: str) -> Bundle:
     return fetch_bundle(upstream(), athlete)
 
 
+@st.cache_resource
+def athlete_labels() -> dict[str, str]:
+    """The athlete picker's entries, read once from the fixtures (the picker asks for every
+    athlete's on every run)."""
+    return {a: pg.athlete_label(a, bundle_for(a), upstream().describe(a)) for a in upstream().athletes()}
+
+
 @st.cache_resource(max_entries=64)
 def policy_from_text(text: str) -> Policy:
     """Parsed once per distinct text; a PolicyError is raised (and not cached) for a bad one."""
@@ -98,7 +105,8 @@ def checked_in_text() -> str:
 def secrets_settings() -> dict[str, str]:
     """Model settings from `.streamlit/secrets.toml`; {} when there is no such file."""
     try:
-        return {k: str(st.secrets[k]) for k in SETTING_KEYS if k in st.secrets}
+        found = st.secrets.to_dict()  # one look at the file, not two per setting
+        return {k: str(found[k]) for k in SETTING_KEYS if k in found}
     except FileNotFoundError:
         return {}
     except Exception:  # a malformed secrets.toml must not take the page down

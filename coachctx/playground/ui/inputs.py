@@ -7,8 +7,9 @@ import streamlit as st
 from coachctx import playground as pg
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.model import ModelSettings, model_settings
-from coachctx.playground.ui.cache import bundle_for, secrets_settings, upstream
+from coachctx.playground.ui.cache import athlete_labels, secrets_settings, upstream
 from coachctx.playground.ui.callbacks import use_example
+from coachctx.playground.ui.lazy import lazy_popover
 from coachctx.playground.ui.state import Policies, StoreView
 from coachctx.playground.ui.url import open_tab
 
@@ -21,16 +22,17 @@ def render_inputs(policies: Policies) -> pg.ViewState:
     q, examples = st.columns([5, 1.2], vertical_alignment="bottom")
     q.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
                  placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
-    with examples.popover("Examples", icon=":material/lightbulb:", width="stretch"):
-        for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
-            st.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
+    with examples:  # the example buttons are built only while the list is open
+        if (box := lazy_popover("Examples", key="examples", icon=":material/lightbulb:")) is not None:
+            for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
+                box.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
     tiers = [*policies.working.tiers, "custom"]
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]
     athletes = upstream().athletes()
     c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.2, 1.0])
     athlete = c1.selectbox("Athlete", athletes, key="athlete",
-                           format_func=lambda a: pg.athlete_label(a, bundle_for(a), upstream().describe(a)),
+                           format_func=lambda a: athlete_labels().get(a, a),
                            help="Sample athletes (sample_athletes/): each one shows a case — a service down, "
                                 "data never computed, empty fields, another language.")
     scope = c2.selectbox("Time horizon", list(SCOPE_REQUESTS), key="scope",
@@ -62,9 +64,10 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
     """The sidebar; returns the model settings when a model is configured."""
     ss = st.session_state
     with st.sidebar:
-        st.header("Policy in use")
         working = policies.working
-        st.markdown(f"{origin.description[:1].upper()}{origin.description[1:]} · fingerprint (digest) `{working.digest}`")
+        # a heading and what follows it are one element: each element costs every rerun its time
+        st.markdown(f"## Policy in use\n\n{origin.description[:1].upper()}{origin.description[1:]} · fingerprint "
+                    f"(digest) `{working.digest}`")
         if working.digest != policies.checked_in.digest:
             st.caption(f"The checked-in policy is `{policies.checked_in.digest}`.")
         live = sv.label_map.get("live")
@@ -86,10 +89,9 @@ def render_sidebar(policies: Policies, origin: pg.PolicyOrigin, sv: StoreView) -
         elif ss.get("draft_kept") is not None:
             st.caption(f"Your draft is kept in the policy store (draft `{ss['draft_id']}`, in the address): a "
                        "reload or a restart brings it back. Save it as a version to share it.")
-        st.caption("Share this view: copy the address bar. It holds the question, athlete, time horizon, tier "
-                   "and cost mode, and the draft (on this server) or the policy digest.")
-
-        st.header("Model (optional)")
+        st.markdown(":small[:gray[Share this view: copy the address bar. It holds the question, athlete, time "
+                    "horizon, tier and cost mode, and the draft (on this server) or the policy digest.]]"
+                    "\n\n## Model (optional)")
         st.text_input("OpenAI API key for this session", type="password", key="typed_api_key",
                       help="Kept in this browser session only; never written anywhere.")
         # the environment first, then secrets.toml; a key typed here wins over both

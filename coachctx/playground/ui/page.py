@@ -12,6 +12,8 @@ from coachctx import playground as pg
 from coachctx.engine.decision import Decision
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.model import ModelSettings
+from coachctx.playground.fact_rows import CSS as FACT_ROWS_CSS
+from coachctx.playground.fact_rows import KEEP_OPEN as KEEP_FACTS_OPEN
 from coachctx.playground.ui.cache import ROOT, decide
 from coachctx.playground.ui.inputs import render_inputs, render_sidebar
 from coachctx.playground.ui.state import Context, Policies, keep_draft, load_policies, load_store, origin_of
@@ -42,11 +44,15 @@ PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro'
             "white-space: pre; text-align: right; padding-right: 0.5em; box-sizing: border-box; z-index: 1; "
             "color: rgba(49, 51, 63, 0.5); border-right: 1px solid rgba(49, 51, 63, 0.15); pointer-events: none; "
             "user-select: none;}"
-            # the page's own scripts and styles take no room (an empty element still gets a gap)
-            "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > script:only-child), "
-            "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > style:only-child) {display: none;}"
+            # the page's own scripts take no room (an empty element still gets a gap)
+            "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > script:first-child) {display: none;}"
+            + FACT_ROWS_CSS +
             # each uploader states its limit once, in its label; Streamlit's line would state a second one
             "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
+
+
+SUBTITLE = ("What may the coaching assistant see about this athlete for this question — and why? "
+            "Every fact below comes from the engine's Decision; no model is needed.")
 
 
 TabRenderer = Callable[[Context], None]
@@ -97,19 +103,18 @@ def main() -> None:
                        initial_sidebar_state="collapsed")
     st.html(PAGE_CSS)
     st.markdown("#### coachctx policy playground")
-    st.caption("What may the coaching assistant see about this athlete for this question — and why? "
-               "Every fact below comes from the engine's Decision; no model is needed.")
 
     try:
         policies = load_policies()
     except PolicyError as e:
+        st.caption(SUBTITLE)
         st.error(f"The checked-in policy is invalid, so the playground cannot start:\n\n{e}")
         st.stop()
     store = load_store()
     keep_draft(policies, store)
     origin = origin_of(policies, store)
     unsaved = not policies.draft.ok or origin.source.startswith(pg.DRAFT_SOURCE)
-    st.caption(f"Deciding with {origin.description}"
+    st.caption(f"{SUBTITLE}  \nDeciding with {origin.description}"
                + (" · the draft has problems, so its last valid state decides" if not policies.draft.ok else "")
                + f" · fingerprint `{policies.working.digest}`. More in the sidebar (») and the Versions tab.")
     view = render_inputs(policies)
@@ -118,8 +123,8 @@ def main() -> None:
     if error and view.question.strip():
         st.error(error)
     write_query_params(view)
-    st.html(UNSAVED_GUARD % ("true" if unsaved else "false"), unsafe_allow_javascript=True)
-    st.html(LINE_NUMBERS, unsafe_allow_javascript=True)
+    st.html(UNSAVED_GUARD % ("true" if unsaved else "false") + LINE_NUMBERS + KEEP_FACTS_OPEN,
+            unsafe_allow_javascript=True)
     ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
                   origin=origin)
     # only the open tab is built: a rerun after a question change does not lay out the other five

@@ -6,8 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from coachctx import playground as pg
-from coachctx.engine.decision import Decision
+from coachctx.engine.decision import Decision, FragmentDecision
+from coachctx.playground.fact_rows import fact_rows_html
 from coachctx.playground.ui.cache import bundle_for
+from coachctx.playground.ui.lazy import lazy_expander
 from coachctx.playground.ui.state import Context
 from coachctx.playground.ui.tabs.suggest import render_label_control
 
@@ -20,7 +22,8 @@ def tab_decision(ctx: Context) -> None:
     render_headline(d)
     render_routing(d)
     render_selection(d)
-    render_label_control(d.to_json(), key="label_decision", store=ctx.store.store, store_error=ctx.store.error)
+    # the decision as JSON, as the page keeps it (compute_decision): not serialised a second time
+    render_label_control(st.session_state["decision"], key="label_decision", store=ctx.store.store, store_error=ctx.store.error)
     render_download(d, ctx)
 
 
@@ -28,19 +31,20 @@ def render_headline(d: Decision) -> None:
     """What a coach reads first: how it was decided, the counts, what is sent and withheld, the audit."""
     i = d.intent
     st.markdown(pg.routing_headline(d))
-    m = st.columns(5)
-    m[0].metric("Decided by", pg.SOURCE_WORDS.get(i.source, i.source),
-                help=f"Routing source `{i.source}`: keywords (`rules`) were decisive, the model chose "
-                     "(`model`), or the rules were unsure and no model answered (`fallback`: a best guess from "
-                     "the keyword scores).")
-    m[1].metric("Facts sent", f"{len(d.selected)} of {len(d.fragments)}",
-                help="Fragments: the eleven facts the services can supply about an athlete.")
-    m[2].metric("Coverage", f"{d.coverage:.0%}", help="Share of the requested facts the services supplied.")
-    m[3].metric("Confidence", f"{d.confidence:.0%}",
-                help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
-    m[4].metric("Prompt tokens", d.tokens.prompt, help="A prompt with everything in it (the naive prompt: the "
-                f"whole bundle as JSON) would be {d.tokens.naive} tokens.",
-                delta=f"{d.tokens.saved_pct:g}% smaller", delta_color="off", delta_arrow="off")
+    # five equal boxes in a row: a horizontal container, one element fewer per metric than columns
+    row = st.container(horizontal=True)
+    row.metric("Decided by", pg.SOURCE_WORDS.get(i.source, i.source),
+               help=f"Routing source `{i.source}`: keywords (`rules`) were decisive, the model chose "
+                    "(`model`), or the rules were unsure and no model answered (`fallback`: a best guess from "
+                    "the keyword scores).")
+    row.metric("Facts sent", f"{len(d.selected)} of {len(d.fragments)}",
+               help="Fragments: the eleven facts the services can supply about an athlete.")
+    row.metric("Coverage", f"{d.coverage:.0%}", help="Share of the requested facts the services supplied.")
+    row.metric("Confidence", f"{d.confidence:.0%}",
+               help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
+    row.metric("Prompt tokens", d.tokens.prompt, help="A prompt with everything in it (the naive prompt: the "
+               f"whole bundle as JSON) would be {d.tokens.naive} tokens.",
+               delta=f"{d.tokens.saved_pct:g}% smaller", delta_color="off", delta_arrow="off")
     st.markdown(pg.decision_summary(d))
     if d.warnings:
         for w in d.warnings:
@@ -58,61 +62,68 @@ def render_routing(d: Decision) -> None:
         st.caption(f"Confident only if the top score ≥ threshold {i.threshold:g} (red line) and it leads the "
                    f"runner-up by ≥ margin {i.required_margin:g} (a runner-up inside the orange band means unsure).")
     with right:
-        st.markdown(f"**Why:** {i.reason}")
-        if i.source != "rules" and len(i.contenders) > 1:
-            st.markdown(f"**Possible intents** (contenders): {', '.join(i.contenders)} — routing is uncertain, "
-                        "so every one of them gets its essential facts, and a fact one of them needs is kept even "
-                        "if another excludes it.")
-        elif i.source != "rules":
-            st.markdown(f"**Possible intents** (contenders): only {i.contenders[0]} — no other intent is "
-                        "within the margin.")
-        if i.model is not None:
-            st.markdown(f"**Model:** {pg.model_answer(i.model)}")
+        notes, after = routing_notes(d), [pg.matched_terms_table(d), time_horizon(d)]
         if i.matched_nothing:
+            st.markdown("\n\n".join(notes))
             st.info(f"No vocabulary matched. Scripts seen in the question: {', '.join(i.scripts) or 'none'}. "
                     "Add terms in this language to the vocabulary (Policy editor) to route it by rules.")
-        terms = pg.matched_terms_frame(d)
-        if not terms.empty:
-            st.dataframe(terms, hide_index=True, width="stretch",
-                         column_config={"weight": st.column_config.NumberColumn(format="%.2g")})
-        scope = d.scope
-        if scope.effective:
-            how = (f"inferred from {', '.join(repr(w) for w in scope.inferred_from)}" if scope.inferred_from
-                   else "chosen above")
-            st.markdown(f"**Time horizon:** {scope.effective} ({how})")
-        else:
-            st.markdown("**Time horizon:** none — no scope words in the question, so no scope modifiers apply")
+            notes = []
+        # one element for the notes beside the chart (each element costs every rerun its time)
+        st.markdown("\n\n".join(part for part in [*notes, *after] if part))
 
+
+def routing_notes(d: Decision) -> list[str]:
+    """Why this route, the contenders when it was unsure, and what the model said."""
+    i = d.intent
+    notes = [f"**Why:** {i.reason}"]
+    if i.source != "rules" and len(i.contenders) > 1:
+        notes.append(f"**Possible intents** (contenders): {', '.join(i.contenders)} — routing is uncertain, "
+                     "so every one of them gets its essential facts, and a fact one of them needs is kept even "
+                     "if another excludes it.")
+    elif i.source != "rules":
+        notes.append(f"**Possible intents** (contenders): only {i.contenders[0]} — no other intent is "
+                     "within the margin.")
+    if i.model is not None:
+        notes.append(f"**Model:** {pg.model_answer(i.model)}")
+    return notes
+
+
+def time_horizon(d: Decision) -> str:
+    scope = d.scope
+    if not scope.effective:
+        return "**Time horizon:** none — no scope words in the question, so no scope modifiers apply"
+    how = (f"inferred from {', '.join(repr(w) for w in scope.inferred_from)}" if scope.inferred_from
+           else "chosen above")
+    return f"**Time horizon:** {scope.effective} ({how})"
 
 
 def render_selection(d: Decision) -> None:
-    st.subheader("2 · Selection: what the model sees, and why")
-    st.markdown(f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
+    st.markdown("### 2 · Selection: what the model sees, and why\n\n"
+                f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
                 f"{d.tokens.budget_spent} spent · costs counted **{pg.COST_LABELS.get(d.tokens.cost_mode, d.tokens.cost_mode)}** "
                 f"(`{d.tokens.cost_mode}`). "
                 "Primary context is never cut by the budget.")
-    sent, held = st.columns(2)
-    with sent, st.container(key="sent_fragments"):
-        st.markdown(f"**:green[Sent to the model ({len(d.selected)})]**, in prompt order")
-        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
-                              for f in d.fragments if f.status == "selected") or "_nothing_")
-    with held, st.container(key="withheld_fragments"):
-        withheld = [f for f in d.fragments if f.status == "withheld"]
-        st.markdown(f"**:red[Withheld ({len(withheld)})]**")
-        st.markdown("\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}"
-                              for f in withheld) or "_nothing_")
+    withheld = [f for f in d.fragments if f.status == "withheld"]
+    with st.container(horizontal=True, gap="medium"):  # two equal columns, each one element
+        st.container(key="sent_fragments").markdown(
+            f"**:green[Sent to the model ({len(d.selected)})]**, in prompt order\n\n"
+            + fragment_list([f for f in d.fragments if f.status == "selected"], d))
+        st.container(key="withheld_fragments").markdown(
+            f"**:red[Withheld ({len(withheld)})]**\n\n" + fragment_list(withheld, d))
 
-    st.markdown("**All eleven facts**, one per row — open a row for why in full, the line sent, both costs and "
-                "the technical names")
-    with st.container(key="fact_rows"):
-        for f in d.fragments:
-            title, body = pg.fragment_row(f, d)
-            with st.expander(title):
-                st.markdown(body)
-    with st.expander("The same as a table (sortable; scroll right for every column)"):
-        render_fragments_table(d)
-    with st.expander("Services for this athlete"):
-        st.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
+    # the eleven rows are one element (fact_rows.py); the table and the services are built only while open
+    st.container(key="fact_rows").html(fact_rows_html(d))
+    if (table := lazy_expander("The same as a table (sortable; scroll right for every column)",
+                               key="facts_table")) is not None:
+        with table:
+            render_fragments_table(d)
+    if (services := lazy_expander("Services for this athlete", key="services_box")) is not None:
+        services.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
+
+
+def fragment_list(fragments: list[FragmentDecision], d: Decision) -> str:
+    return "\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}" for f in fragments) \
+        or "_nothing_"
 
 
 def render_download(d: Decision, ctx: Context) -> None:

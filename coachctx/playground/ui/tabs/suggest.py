@@ -25,6 +25,7 @@ from coachctx.engine.policy import INTENTS, LANGUAGES, Policy, parse_policy
 from coachctx.engine.text import tokenise
 from coachctx.errors import CoachctxError, TraceError
 from coachctx.playground import labels as pl
+from coachctx.playground.ui.lazy import keep_states, lazy_expander
 from coachctx.playground.ui.state import Context
 from coachctx.playground.ui.tabs.impact import render_impact
 from coachctx.tools.impact import run_impact
@@ -109,8 +110,12 @@ def render_label_control(decision: Mapping[str, Any], *, key: str, store: Policy
         st.warning(f"This decision cannot be labelled: {e}", icon=":material/flag:")
         return
     routed = f"{facts.intent} ({pg.SOURCE_WORDS.get(facts.source, facts.source)})"
-    with st.expander(f"This should be… (routed to {routed}; label it if that is wrong)", key=f"{key}.box",
-                     icon=":material/flag:"):
+    keep_states([f"{key}.intents", f"{key}.needs", f"{key}.lang"])  # the picks outlive closing the box
+    box = lazy_expander(f"This should be… (routed to {routed}; label it if that is wrong)", key=f"{key}.box",
+                        icon=":material/flag:")
+    if box is None:
+        return
+    with box:
         if store is None:
             st.warning(f"Labels are kept in the policy store, which cannot be used: {store_error}")
             return
