@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import sys
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Final
 
 from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
 from coachctx.engine.matching import fuzzy_distance
 from coachctx.engine.policy import LANGUAGES
-from coachctx.engine.text import normalise, unstretch
+from coachctx.engine.text import normalise, tokenise, unstretch
 
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400
@@ -38,14 +39,23 @@ WORDFREQ_CODES: Final = {"no": "nb"}
 
 def _spaced_language_words(top: int) -> Iterator[tuple[str, list[str]]]:
     """Each spaced-script policy language and its `top` commonest words (wordfreq's list),
-    normalised the way the tokeniser normalises, letters only, commonest first."""
+    normalised the way the tokeniser normalises, whole words only (`is_word`), commonest first."""
     from wordfreq import top_n_list
 
     for language, mode in LANGUAGES.items():
         if mode in ("substring", "prefix"):
             continue
         words = (unstretch(normalise(w)) for w in top_n_list(WORDFREQ_CODES.get(language, language), top))
-        yield language, [w for w in words if w.isalpha()]
+        yield language, [w for w in words if is_word(w)]
+
+
+def is_word(word: str) -> bool:
+    """A word the tokeniser reads as one token, itself: letters and the combining marks that
+    follow them (Unicode categories L* and M*). Not `str.isalpha`, which is false for a vowel sign
+    or a virama and so drops "है", "में" and every other Hindi word but the mark-free ones. Digits,
+    apostrophes and hyphens ("don't", "e-mail") are left out: the tokeniser splits at them."""
+    return bool(word) and unicodedata.category(word[0]).startswith("L") \
+        and all(unicodedata.category(ch)[0] in "LM" for ch in word) and tokenise(word).words == (word,)
 
 
 def common_words(top: int = TOP, *, typo_length_only: bool = True) -> list[str]:
