@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import sys
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Final
 
 from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
 from coachctx.engine.matching import fuzzy_distance
 from coachctx.engine.policy import LANGUAGES
-from coachctx.engine.text import normalise, unstretch
+from coachctx.engine.text import normalise, tokenise, unstretch
 
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400
@@ -34,18 +35,44 @@ EVERYDAY_TOP: Final = 5_000
 in, so that a word of that language is not read as another language's term ("tired" is not
 Spanish "tirada", "stretch" not Swedish "stretcha")."""
 WORDFREQ_CODES: Final = {"no": "nb"}
+ROMANISED_HINDI: Final = """
+    hai hain tha thi the ho hoon hun hu hota hoti hote hua hui hue raha rahi rahe
+    ka ki ke ko se mein mai main par pe tak liye wala wali wale saath baad pehle
+    mera meri mere mujhe mujhko hum humko hamara tum tumhe aap apna apni apne
+    yeh ye woh wo iska iski iske uska uski uske isme usme ise use
+    kya kyu kyun kaise kab kahan kitna kitni kitne kaun koi kuch
+    aur ya lekin magar agar toh bhi nahi nahin na mat
+    aaj abhi ab phir bahut thoda zyada jyada sab
+"""
+"""Hindi written in Latin letters, as chat writes it ("kya", "mujhe", "liye", "hai"): its commonest
+function words (pronouns, postpositions, "to be" and "to become", question words, conjunctions and
+particles, and the adverbs English has among its function words: today, now, very, more, all), written
+by hand, since wordfreq has no romanised Hindi list. They are function words
+only: `coachctx suggest` never offers one as a term (it offered "aaj", "today", as a training term,
+and "kya", "what", "liye", "for"). Left out: verbs with a meaning of their own ("karna", to do, as
+in the term "run karna"), "kal" (yesterday or tomorrow, in the scope vocabulary) and words that are
+other languages' content words ("jab", "tab")."""
 
 
 def _spaced_language_words(top: int) -> Iterator[tuple[str, list[str]]]:
     """Each spaced-script policy language and its `top` commonest words (wordfreq's list),
-    normalised the way the tokeniser normalises, letters only, commonest first."""
+    normalised the way the tokeniser normalises, whole words only (`is_word`), commonest first."""
     from wordfreq import top_n_list
 
     for language, mode in LANGUAGES.items():
         if mode in ("substring", "prefix"):
             continue
         words = (unstretch(normalise(w)) for w in top_n_list(WORDFREQ_CODES.get(language, language), top))
-        yield language, [w for w in words if w.isalpha()]
+        yield language, [w for w in words if is_word(w)]
+
+
+def is_word(word: str) -> bool:
+    """A word the tokeniser reads as one token, itself: letters and the combining marks that
+    follow them (Unicode categories L* and M*). Not `str.isalpha`, which is false for a vowel sign
+    or a virama and so drops "है", "में" and every other Hindi word but the mark-free ones. Digits,
+    apostrophes and hyphens ("don't", "e-mail") are left out: the tokeniser splits at them."""
+    return bool(word) and unicodedata.category(word[0]).startswith("L") \
+        and all(unicodedata.category(ch)[0] in "LM" for ch in word) and tokenise(word).words == (word,)
 
 
 def common_words(top: int = TOP, *, typo_length_only: bool = True) -> list[str]:
@@ -54,7 +81,7 @@ def common_words(top: int = TOP, *, typo_length_only: bool = True) -> list[str]:
 
 
 def function_words() -> list[str]:
-    return common_words(FUNCTION_TOP, typo_length_only=False)
+    return sorted({*common_words(FUNCTION_TOP, typo_length_only=False), *ROMANISED_HINDI.split()})
 
 
 def everyday_words(top: int = EVERYDAY_TOP) -> list[str]:

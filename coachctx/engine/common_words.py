@@ -26,7 +26,8 @@ def common_words() -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def function_words() -> frozenset[str]:
-    """Each language's 400 commonest words, of any length: "the", "when", "still", "wie"."""
+    """Each language's 400 commonest words, of any length: "the", "when", "still", "wie", and the
+    commonest of Hindi written in Latin letters ("kya", "hai", "liye")."""
     return _read(FUNCTION_WORDS_FILE)
 
 

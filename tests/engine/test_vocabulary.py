@@ -13,9 +13,10 @@ import yaml
 from engine_support import derive_policy
 
 from bench.collisions import collisions
-from coachctx.engine.common_words import common_words
+from coachctx.engine.common_words import common_words, everyday_words, function_words, question_language
 from coachctx.engine.policy import Policy
 from coachctx.engine.routing import route
+from coachctx.engine.text import tokenise
 
 BROAD = Path(__file__).parents[1] / "data" / "questions_broad.yaml"
 REQUIRED_LANGUAGES = ("en", "es", "de", "fr", "pt", "it", "ja", "zh", "ko", "ru")
@@ -70,6 +71,17 @@ class TestCommonWords:
         done = subprocess.run([sys.executable, "-m", "bench.common_words", "--check"], capture_output=True, text=True,
                               cwd=Path(__file__).parents[2])
         assert done.returncode == 0, done.stdout + done.stderr
+
+    def test_words_with_combining_marks_are_kept(self) -> None:
+        # a Devanagari vowel sign or virama is no letter (str.isalpha is false): the lists once
+        # held 59 of Hindi's 400 commonest words
+        assert {"है", "में", "क्या", "लिए"} <= function_words()
+        assert {"है", "में", "क्या"} <= set(everyday_words()["hi"][:50])
+        assert question_language(tokenise("आज मुझे क्या खाना चाहिए").words) == "hi"
+
+    def test_romanised_hindi_function_words_are_function_words(self) -> None:
+        assert {"kya", "hai", "mujhe", "liye", "aaj"} <= function_words()
+        assert not {"karna", "kal", "dard"} & function_words()  # to do, yesterday or tomorrow, pain
 
     def test_it_holds_everyday_words_of_several_languages_and_no_rare_ones(self) -> None:
         words = common_words()

@@ -97,6 +97,15 @@ class TestSuggest:
                          ("still the same when i do it", ["injury"])])
         assert not [s for s in suggest(labelled, thin) if s.edit.term in {"still", "when", "it", "is", "the"}]
 
+    def test_a_romanised_hindi_function_word_is_never_proposed(self, thin: Policy) -> None:
+        labelled = [dataclasses.replace(r, lang="hi") for r in rows([
+            ("bhai aaj hamstring me kya hua hai", ["injury"]), ("aaj phir hamstring kyu kheench raha hai", ["injury"]),
+            ("kya hamstring ke liye ice theek hai", ["injury"])])]
+        terms = {s.edit.term for s in suggest(labelled, thin)}
+        edges = {w for t in terms for w in (t.split()[0], t.split()[-1])}
+        assert "hamstring" in terms
+        assert not edges & {"aaj", "kya", "hai", "liye", "me", "ke", "hua", "raha"}, terms
+
     def test_a_chat_spelling_the_matcher_reads_as_a_function_word_is_never_proposed(self, thin: Policy) -> None:
         # the English stemmer reads "whats" as "what" and "hows" as "how": a term of either would
         # be a term of the function word
