@@ -27,18 +27,9 @@ class Fragment:
     """Dotted paths inside the service's `data` object; every one must be non-empty."""
     render: Renderer
 
-    def extract(self, data: Mapping[str, Any]) -> Any:
-        """The fact: the one field's value, or a dict of the fields' values when there are several."""
-        if len(self.fields) == 1:
-            return _lookup(data, self.fields[0])
-        return {path.rsplit(".", 1)[-1]: _lookup(data, path) for path in self.fields}
-
-    def empty_fields(self, data: Mapping[str, Any]) -> list[str]:
-        """The fields that are missing or empty in `data` (None, "", [], {})."""
-        return [path for path in self.fields if _is_empty(_lookup(data, path))]
-
     def read(self, data: Mapping[str, Any]) -> tuple[Any, list[str]]:
-        """`extract(data)` and `empty_fields(data)` at once, each field looked up once."""
+        """The fact (the one field's value, or a dict of the fields' values when there are several)
+        and the fields that are missing or empty in `data` (None, "", [], {}): each looked up once."""
         if len(self.fields) == 1:
             value = _lookup(data, self.fields[0])
             return value, ([self.fields[0]] if _is_empty(value) else [])

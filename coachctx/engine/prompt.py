@@ -52,26 +52,32 @@ class Prompt:
 
     @property
     def messages(self) -> list[dict[str, str]]:
-        system = f"{self.system}\n\n{self.context}" if self.context else self.system
-        return [{"role": "system", "content": system}, {"role": "user", "content": self.question}]
+        return [{"role": "system", "content": system_content(self.system, self.context)},
+                {"role": "user", "content": self.question}]
 
     @property
     def tokens(self) -> int:
         return count_messages(self.messages)
 
 
+def system_content(system: str, context: str) -> str:
+    """The system message: the system block, then the context when there is any."""
+    return f"{system}\n\n{context}" if context else system
+
+
+def context_block(lines: Sequence[tuple[str, str]]) -> str:
+    """The context header and the selected lines; empty when no line is selected."""
+    return f"{CONTEXT_HEADER}\n" + "\n".join(text for _, text in lines) if lines else ""
+
+
 def system_message(system: str, lines: Sequence[tuple[str, str]]) -> str:
     """`build_prompt(system, lines, question).messages[0]["content"]`, without the Prompt."""
-    if not lines:
-        return system
-    return f"{system}\n\n{CONTEXT_HEADER}\n" + "\n".join(text for _, text in lines)
+    return system_content(system, context_block(lines))
 
 
 def build_prompt(system: str, lines: Sequence[tuple[str, str]], question: str) -> Prompt:
     """`lines` are (fragment name, one-line text) in prompt order; the text is what is sent."""
-    body = "\n".join(text for _, text in lines)
-    context = f"{CONTEXT_HEADER}\n{body}" if lines else ""
-    return Prompt(system=system, context=context, question=question)
+    return Prompt(system=system, context=context_block(lines), question=question)
 
 
 NAIVE_PREFIX: Final = "Athlete data: "
@@ -111,7 +117,7 @@ def system_tokens(system: str, lines: Sequence[tuple[str, str]], *, pieces: bool
     if not pieces or not all(text[:1].strip() for _, text in lines):
         # a line that is empty or starts with a blank could merge with the newline before it
         # (rendered lines never do: each starts with its label)
-        return count_once(build_prompt(system, lines, "").messages[0]["content"])
+        return count_once(system_message(system, lines))
     if not lines:
         return count_tokens(system)
     alone: Sequence[int | None] = line_tokens if line_tokens is not None else [None] * len(lines)

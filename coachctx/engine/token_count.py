@@ -28,7 +28,7 @@ def count_fixed(text: str) -> int:
     """Tokens of one of the engine's constant texts (a chat role, the context header): counted
     once per process, apart from `count_tokens`' cache, so emptying that cache (a benchmark
     counting every bundle's lines afresh) does not make each decision count them again."""
-    return len(encoding().encode_ordinary(text))
+    return count_once(text)
 
 
 def count_once(text: str) -> int:
