@@ -39,7 +39,7 @@ UI_TIMEOUT_MS: Final = 60_000
 MODEL_ENV: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")
 
 # The end of a rerun is the server's `script_finished` message (ForwardMsg field 6, value 0:
-# FINISHED_SUCCESSFULLY) reaching the page, read off the websocket before the app handles it. The
+# FINISHED_SUCCESSFULLY, or 3: FINISHED_FRAGMENT_RUN_SUCCESSFULLY when only a fragment reran) reaching the page, read off the websocket before the app handles it. The
 # page's script-state attribute alone misses a quick rerun: its "running" and "notRunning" updates
 # can be drawn in one frame, so the attribute never changes. Installed before the page loads.
 _WATCH_SOCKET: Final = """(() => {
@@ -68,7 +68,8 @@ _WATCH_SOCKET: Final = """(() => {
     constructor(...args) {
       super(...args);
       this.addEventListener('message', (event) => {
-        if (event.data instanceof ArrayBuffer && scriptFinished(event.data) === 0) {
+        const status = event.data instanceof ArrayBuffer ? scriptFinished(event.data) : null;
+        if (status === 0 || status === 3) {  // the whole script, or a fragment of it, finished
           window.__finishes.push(performance.now());
         }
       });

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from coachctx.playground.chart import (
     STANDING_COLORS,
-    routing_chart,
+    routing_chart_html,
 )
 from coachctx.playground.form_edits import (
     MODIFIER_COLUMNS,
@@ -164,7 +164,7 @@ __all__ = [
     "decision_summary",
     "service_status_lines",
     "STANDING_COLORS",
-    "routing_chart",
+    "routing_chart_html",
     "MAX_IMPORT_BYTES",
     "human_size",
     "check_upload_size",

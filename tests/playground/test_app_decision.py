@@ -3,6 +3,8 @@ withheld out, with the route, its chart and the model's answer."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -120,7 +122,16 @@ class TestDecisionDetails:
 
     def test_the_chart_s_threshold_and_margin_labels_sit_on_different_lines(self, maya: Any) -> None:
         d = select(pg.PAIN_QUESTION, maya, load_policy())  # threshold 1, margin band from 0 to 1
-        spec = pg.routing_chart(d)
-        texts = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "text"]
-        offsets = sorted(layer["mark"]["dy"] for layer in texts)
-        assert len(offsets) == 2 and offsets[1] - offsets[0] >= 12  # one text line apart
+        chart = pg.routing_chart_html(d)
+        tops = re.findall(r'<div class="note" style="top: ([0-9.]+)(?:rem)?; left: ([0-9.]+)%', chart)
+        assert [left for _, left in tops] == ["0.00", "66.67"]  # the band from 0, threshold 1 on a 0-1.5 axis
+        assert len({top for top, _ in tops}) == 2  # one text line apart
+
+    def test_the_chart_draws_a_bar_per_intent_and_escapes_what_it_shows(self, maya: Any) -> None:
+        d = select(pg.PAIN_QUESTION, maya, load_policy())
+        chart = pg.routing_chart_html(d)
+        assert chart.count('class="bar"') == len(d.intent.scores)
+        routed = re.search(rf'title="{d.intent.name}: score ([0-9.]+) \(routed\)', chart)
+        assert routed is not None and float(routed.group(1)) == d.intent.scores[d.intent.name]
+        hostile = replace(d, intent=replace(d.intent, matched={d.intent.name: (("<script>x</script>", 1.0),)}))
+        assert "<script>" not in pg.routing_chart_html(hostile)

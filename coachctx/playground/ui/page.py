@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import gc
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
@@ -12,11 +14,20 @@ from coachctx import playground as pg
 from coachctx.engine.decision import Decision
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.model import ModelSettings
+from coachctx.playground.chart import CSS as CHART_CSS
 from coachctx.playground.fact_rows import CSS as FACT_ROWS_CSS
 from coachctx.playground.fact_rows import KEEP_OPEN as KEEP_FACTS_OPEN
 from coachctx.playground.ui.cache import ROOT, decide
 from coachctx.playground.ui.inputs import render_inputs, render_sidebar
-from coachctx.playground.ui.state import Context, Policies, keep_draft, load_policies, load_store, origin_of
+from coachctx.playground.ui.state import (
+    Context,
+    Policies,
+    StoreView,
+    keep_draft,
+    load_policies,
+    load_store,
+    origin_of,
+)
 from coachctx.playground.ui.tabs.decision import tab_decision
 from coachctx.playground.ui.tabs.impact import tab_impact
 from coachctx.playground.ui.tabs.policy import LINE_NUMBERS, tab_policy
@@ -46,7 +57,7 @@ PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro'
             "user-select: none;}"
             # the page's own scripts take no room (an empty element still gets a gap)
             "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > script:first-child) {display: none;}"
-            + FACT_ROWS_CSS +
+            + FACT_ROWS_CSS + CHART_CSS +
             # each uploader states its limit once, in its label; Streamlit's line would state a second one
             "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
 
@@ -103,37 +114,77 @@ def main() -> None:
                        initial_sidebar_state="collapsed")
     st.html(PAGE_CSS)
     st.markdown("#### coachctx policy playground")
-
     try:
-        policies = load_policies()
+        frame = read_frame()
     except PolicyError as e:
         st.caption(SUBTITLE)
         st.error(f"The checked-in policy is invalid, so the playground cannot start:\n\n{e}")
         st.stop()
+    policies, origin = frame.policies, frame.origin
+    st.caption(f"{SUBTITLE}  \nDeciding with {origin.description}"
+               + (" · the draft has problems, so its last valid state decides" if not policies.draft.ok else "")
+               + f" · fingerprint `{policies.working.digest}`. More in the sidebar (») and the Versions tab.")
+    config = render_sidebar(policies, origin, frame.store)
+    st.html(UNSAVED_GUARD % ("true" if frame.unsaved else "false") + LINE_NUMBERS + KEEP_FACTS_OPEN,
+            unsafe_allow_javascript=True)
+    body({"frame": frame, "drawn": frame.key, "model": config})
+    _freeze_startup_heap()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What the page around the inputs and tabs shows: the policies, the store, where the policy in
+    use came from. `key` holds everything the header and the sidebar are drawn from."""
+
+    policies: Policies
+    store: StoreView
+    origin: pg.PolicyOrigin
+    unsaved: bool
+    key: tuple[object, ...]
+
+
+def read_frame() -> Frame:
+    policies = load_policies()
     store = load_store()
     keep_draft(policies, store)
     origin = origin_of(policies, store)
     unsaved = not policies.draft.ok or origin.source.startswith(pg.DRAFT_SOURCE)
-    st.caption(f"{SUBTITLE}  \nDeciding with {origin.description}"
-               + (" · the draft has problems, so its last valid state decides" if not policies.draft.ok else "")
-               + f" · fingerprint `{policies.working.digest}`. More in the sidebar (») and the Versions tab.")
-    view = render_inputs(policies)
-    config = render_sidebar(policies, origin, store)
-    decision, error = compute_decision(view, policies, origin, config)
+    ss = st.session_state
+    key = (policies.working.digest, policies.checked_in.digest, policies.draft.ok, len(policies.draft.problems),
+           origin, unsaved, store.label_map.get("live"),
+           *(repr(ss.get(k)) for k in SIDEBAR_STATE))
+    return Frame(policies, store, origin, unsaved, key)
+
+
+SIDEBAR_STATE = ("link_digest", "draft_restored", "url_notes", "draft_keep_error", "draft_kept", "draft_id")
+"""The session values the sidebar reads besides the policies and the store."""
+
+
+@st.fragment
+def body(shared: dict[str, Any]) -> None:
+    """The inputs, the decision and the open tab: what a question changes. A change to a widget in
+    here (the question, a choice, anything in a tab) reruns only this part, so the header and the
+    sidebar are neither built nor sent again; when what they show changed (the policy was edited or
+    saved, the draft kept), the whole page is drawn again instead.
+
+    `shared` is the dict the last whole run passed: a rerun of this part alone gets the same one, so
+    what the whole run read is used once and then read afresh."""
+    frame = shared.pop("frame", None) or read_frame()
+    if frame.key != shared["drawn"]:
+        st.rerun(scope="app")
+    view = render_inputs(frame.policies)
+    decision, error = compute_decision(view, frame.policies, frame.origin, shared["model"])
     if error and view.question.strip():
         st.error(error)
     write_query_params(view)
-    st.html(UNSAVED_GUARD % ("true" if unsaved else "false") + LINE_NUMBERS + KEEP_FACTS_OPEN,
-            unsafe_allow_javascript=True)
-    ctx = Context(decision=decision, decision_error=error, policies=policies, model=config, view=view, store=store,
-                  origin=origin)
-    # only the open tab is built: a rerun after a question change does not lay out the other five
+    ctx = Context(decision=decision, decision_error=error, policies=frame.policies, model=shared["model"], view=view,
+                  store=frame.store, origin=frame.origin)
+    # only the open tab is built: a rerun after a question change does not lay out the other six
     tabs = st.tabs(list(pg.TAB_NAMES.values()), key="tab", on_change="rerun")
     for render, tab in zip(TABS.values(), tabs, strict=True):
         if tab.open:
             with tab:
                 render(ctx)
-    _freeze_startup_heap()
 
 
 @functools.cache

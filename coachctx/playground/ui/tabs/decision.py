@@ -58,9 +58,10 @@ def render_routing(d: Decision) -> None:
     st.subheader("1 · Routing: which intent is this question?")
     left, right = st.columns([3, 2])
     with left:
-        st.vega_lite_chart(spec=pg.routing_chart(d), width="stretch")
-        st.caption(f"Confident only if the top score ≥ threshold {i.threshold:g} (red line) and it leads the "
-                   f"runner-up by ≥ margin {i.required_margin:g} (a runner-up inside the orange band means unsure).")
+        # the chart and its key are one element of plain HTML (chart.py): no Vega view to build per question
+        st.html(pg.routing_chart_html(d) + '<p class="coachctx-chart-key">Confident only if the top score ≥ '
+                f"threshold {i.threshold:g} (red line) and it leads the runner-up by ≥ margin {i.required_margin:g} "
+                "(a runner-up inside the orange band means unsure).</p>")
     with right:
         notes, after = routing_notes(d), [pg.matched_terms_table(d), time_horizon(d)]
         if i.matched_nothing:
