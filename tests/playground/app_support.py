@@ -6,6 +6,8 @@ this folder's conftest.py.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,8 +96,16 @@ def texts(elements: Any) -> list[str]:
 
 
 def all_text(at: AppTest) -> str:
+    """The page's words: its Markdown, alerts and captions, and its blocks of HTML without their tags."""
     parts = [*at.markdown, *at.error, *at.warning, *at.info, *at.success, *at.caption]
-    return "\n".join(texts(parts))
+    blocks = [html.unescape(re.sub(r"<[^>]+>", " ", str(h.value))) for h in at.get("html")]
+    return "\n".join([*texts(parts), *blocks])
+
+
+def audit_warnings(at: AppTest) -> list[str]:
+    """The audit's warnings as the Decision tab's headline shows them, without their tags."""
+    found = (re.findall(r'<div class="coachctx-audit warn"[^>]*>(.*?)</div>', str(h.value)) for h in at.get("html"))
+    return [html.unescape(re.sub(r"<[^>]+>", "", w)) for ws in found for w in ws]
 
 
 def frame_with(at: AppTest, *columns: str) -> Any:

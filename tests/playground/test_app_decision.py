@@ -8,7 +8,16 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from app_support import ATHLETES, READINESS, all_text, click_example, decision, fragments_table, started
+from app_support import (
+    ATHLETES,
+    READINESS,
+    all_text,
+    audit_warnings,
+    click_example,
+    decision,
+    fragments_table,
+    started,
+)
 
 from coachctx import playground as pg
 from coachctx.engine.decision import ModelCall
@@ -74,7 +83,7 @@ class TestDecisionView:
         d = decision(at)
         reasons = {f["name"]: [r["code"] for r in f["reasons"]] for f in d["fragments"]}
         assert "unreachable" in reasons["readiness_training"]
-        assert any("Audit warning" in w.value and "readiness" in w.value for w in at.warning)
+        assert any("Audit warning" in w and "readiness" in w for w in audit_warnings(at))
 
     def test_custom_budget_and_measured_costs_reach_the_decision(self) -> None:
         at = started()

@@ -44,8 +44,8 @@ def test_pain_question_selects_both_readiness_fragments_and_the_policy_downloads
     from playwright.sync_api import expect
 
     with opened(browser, server, 1400, 2650, accept_downloads=True) as page:
-        sent = page.locator(".st-key-sent_fragments")
-        withheld = page.locator(".st-key-withheld_fragments")
+        sent = page.locator(".coachctx-sent")
+        withheld = page.locator(".coachctx-withheld")
         question = page.get_by_label(QUESTION)
 
         question.fill("")
@@ -117,12 +117,12 @@ def back_and_forward_restore_the_question(page: Any, server: str) -> None:
     from playwright.sync_api import expect
 
     question = ask(page, "How much protein per day?")
-    expect(page.locator(".st-key-withheld_fragments")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+    expect(page.locator(".coachctx-withheld")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
     wait_for_script(page)
     assert "protein" in page.url
     page.go_back()
     expect(question).to_have_value(pg.PAIN_QUESTION, timeout=UI_TIMEOUT_MS)
-    expect(page.locator(".st-key-sent_fragments")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+    expect(page.locator(".coachctx-sent")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
     assert page.url.startswith(server), "Back must not leave the app"
     page.go_forward()
     expect(question).to_have_value("How much protein per day?", timeout=UI_TIMEOUT_MS)
@@ -148,7 +148,7 @@ def a_fact_s_reason_is_read_in_full(page: Any, width: int) -> None:
     """Long text sits in expandable rows: opened, a fact's reason is inside the window."""
     from playwright.sync_api import expect
 
-    row = page.locator(".st-key-fact_rows details").first
+    row = page.locator(".coachctx-facts details").first
     row.locator("summary").click()
     why = row.get_by_text("Why:", exact=False)
     expect(why).to_be_visible(timeout=UI_TIMEOUT_MS)
@@ -217,7 +217,7 @@ def training_sees_recovery_through_the_form(page: Any) -> None:
     expect(page.get_by_text("Done: add", exact=False)).to_be_visible(timeout=UI_TIMEOUT_MS)
     wait_for_script(page)
     open_tab(page, "Decision")
-    expect(page.locator(".st-key-sent_fragments")).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)
+    expect(page.locator(".coachctx-sent")).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)
 
 
 def saved(page: Any, message: str) -> None:
@@ -238,7 +238,7 @@ def a_reload_loses_nothing(page: Any) -> None:
                                                                         timeout=UI_TIMEOUT_MS)
     expect(page.get_by_label(QUESTION)).to_have_value(INTERVALS)
     open_tab(page, "Decision")
-    expect(page.locator(".st-key-sent_fragments")).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)
+    expect(page.locator(".coachctx-sent")).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)
 
 
 def revert_moves_the_label_back(page: Any) -> None:
@@ -261,8 +261,8 @@ def test_a_coach_asks_sees_why_changes_a_rule_saves_reloads_reverts_and_exports(
                 accept_downloads=True) as page:
         ask(page, INTERVALS)
         page.wait_for_function("() => window.location.search.includes('tonight')", timeout=UI_TIMEOUT_MS)
-        expect(page.locator(".st-key-sent_fragments")).to_contain_text("readiness_training", timeout=UI_TIMEOUT_MS)
-        expect(page.locator(".st-key-withheld_fragments")).to_contain_text("readiness_recovery")
+        expect(page.locator(".coachctx-sent")).to_contain_text("readiness_training", timeout=UI_TIMEOUT_MS)
+        expect(page.locator(".coachctx-withheld")).to_contain_text("readiness_recovery")
         wait_for_script(page)
 
         training_sees_recovery_through_the_form(page)
@@ -295,7 +295,7 @@ def test_a_japanese_question_is_readable(browser: Any, server: str) -> None:
         pytest.skip("no Japanese font installed (apt-get install fonts-noto-cjk)")
     with opened(browser, server, 1366, 768) as page:
         question = ask(page, CJK_QUESTION)
-        expect(page.locator(".st-key-sent_fragments")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+        expect(page.locator(".coachctx-sent")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
         wait_for_script(page)
         expect(question).to_have_value(CJK_QUESTION)
         question.blur()

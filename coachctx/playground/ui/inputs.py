@@ -13,48 +13,54 @@ from coachctx.playground.ui.lazy import lazy_popover
 from coachctx.playground.ui.state import Policies, StoreView
 from coachctx.playground.ui.url import open_tab
 
+WIDTHS = {"scope": 165, "tier": 175, "budget": 140, "cost_mode": 140}
+"""Pixels for the boxes beside the athlete's, each wide enough for its longest choice; the athlete's,
+whose labels are longest, takes the rest (at 1024 px as wide as it was as a 2.2 : 1.2 : 1.2 : 1 column)."""
+EXAMPLES_WIDTH = 150
+
 
 def render_inputs(policies: Policies) -> pg.ViewState:
     """The question and the four choices, as select boxes: they never clip, from 1024 px up."""
     ss = st.session_state
     if "budget" in ss:  # keep the custom budget while its input is hidden (unrendered widgets lose state)
         ss["budget"] = ss["budget"]
-    q, examples = st.columns([5, 1.2], vertical_alignment="bottom")
-    q.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
-                 placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
-    with examples:  # the example buttons are built only while the list is open
-        if (box := lazy_popover("Examples", key="examples", icon=":material/lightbulb:")) is not None:
+    # rows are horizontal containers, not columns: a column is one more element, and each element
+    # costs every rerun its time in the browser
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    row.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
+                   placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
+    with row:  # the example buttons are built only while the list is open
+        if (box := lazy_popover("Examples", key="examples", icon=":material/lightbulb:", width=EXAMPLES_WIDTH)) is not None:
             for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
                 box.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
     tiers = [*policies.working.tiers, "custom"]
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]
     athletes = upstream().athletes()
-    c1, c2, c3, c4 = st.columns([2.2, 1.2, 1.2, 1.0])
-    athlete = c1.selectbox("Athlete", athletes, key="athlete",
-                           format_func=lambda a: athlete_labels().get(a, a),
-                           help="Sample athletes (sample_athletes/): each one shows a case — a service down, "
-                                "data never computed, empty fields, another language.")
-    scope = c2.selectbox("Time horizon", list(SCOPE_REQUESTS), key="scope",
-                         format_func=lambda s: pg.SCOPE_LABELS.get(s, s),
-                         help="scope: 'from the question' (auto) reads words like 'today' or 'next week'; the "
-                              "others force a horizon, whose modifiers promote, demote or drop facts.")
-    with c3:
-        tier = st.selectbox(
-            "Tier", tiers, key="tier",
-            format_func=lambda t: f"{t} · {policies.working.tiers[t]} tokens" if t in policies.working.tiers
-            else "custom budget",
-            help="The token budget for the optional (secondary) facts; the essential (primary) ones are "
-                 "always sent.")
-        budget = None
-        if tier == "custom":
-            budget = int(st.number_input("Custom budget (tokens)", min_value=0, max_value=pg.MAX_URL_BUDGET,
-                                         step=10, key="budget"))
-    cost_mode = c4.selectbox("Count costs", list(COST_MODES), key="cost_mode",
-                             format_func=lambda m: pg.COST_LABELS.get(m, m),
-                             help="Which cost the budget spends: estimated (`hand`, from the fragment registry) "
-                                  "or measured (`measured`, the rendered line counted with tiktoken). The table "
-                                  "shows both.")
+    choices = st.container(horizontal=True)
+    athlete = choices.selectbox("Athlete", athletes, key="athlete",
+                                format_func=lambda a: athlete_labels().get(a, a),
+                                help="Sample athletes (sample_athletes/): each one shows a case — a service down, "
+                                     "data never computed, empty fields, another language.")
+    scope = choices.selectbox("Time horizon", list(SCOPE_REQUESTS), key="scope", width=WIDTHS["scope"],
+                              format_func=lambda s: pg.SCOPE_LABELS.get(s, s),
+                              help="scope: 'from the question' (auto) reads words like 'today' or 'next week'; the "
+                                   "others force a horizon, whose modifiers promote, demote or drop facts.")
+    tier = choices.selectbox(
+        "Tier", tiers, key="tier", width=WIDTHS["tier"],
+        format_func=lambda t: f"{t} · {policies.working.tiers[t]} tokens" if t in policies.working.tiers
+        else "custom budget",
+        help="The token budget for the optional (secondary) facts; the essential (primary) ones are "
+             "always sent.")
+    budget = None
+    if tier == "custom":
+        budget = int(choices.number_input("Custom budget (tokens)", min_value=0, max_value=pg.MAX_URL_BUDGET,
+                                          step=10, key="budget", width=WIDTHS["budget"]))
+    cost_mode = choices.selectbox("Count costs", list(COST_MODES), key="cost_mode", width=WIDTHS["cost_mode"],
+                                  format_func=lambda m: pg.COST_LABELS.get(m, m),
+                                  help="Which cost the budget spends: estimated (`hand`, from the fragment registry) "
+                                       "or measured (`measured`, the rendered line counted with tiktoken). The table "
+                                       "shows both.")
     return pg.ViewState(question=ss.get("question") or "", athlete=athlete, scope=scope or "auto",
                         tier=tier or tiers[0], budget=budget, cost_mode=cost_mode or "hand",
                         policy_digest=policies.working.digest, draft_id=ss.get("draft_id"), tab=open_tab())

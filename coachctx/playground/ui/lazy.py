@@ -10,6 +10,7 @@ widget's identity: a new label alone would start it closed).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -22,10 +23,11 @@ def lazy_expander(label: str, *, key: str, icon: str | None = None) -> DeltaGene
     return box if box.open else None
 
 
-def lazy_popover(label: str, *, key: str, icon: str | None = None) -> DeltaGenerator | None:
+def lazy_popover(label: str, *, key: str, icon: str | None = None,
+                 width: int | Literal["stretch", "content"] = "stretch") -> DeltaGenerator | None:
     """The popover when it is open, else None."""
     keep_states([key])
-    box = st.popover(label, key=key, icon=icon, width="stretch", on_change="rerun")
+    box = st.popover(label, key=key, icon=icon, width=width, on_change="rerun")
     return box if box.open else None
 
 

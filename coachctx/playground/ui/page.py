@@ -15,6 +15,7 @@ from coachctx.engine.decision import Decision
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.model import ModelSettings
 from coachctx.playground.chart import CSS as CHART_CSS
+from coachctx.playground.decision_html import CSS as DECISION_CSS
 from coachctx.playground.fact_rows import CSS as FACT_ROWS_CSS
 from coachctx.playground.fact_rows import KEEP_OPEN as KEEP_FACTS_OPEN
 from coachctx.playground.ui.cache import ROOT, decide
@@ -57,7 +58,7 @@ PAGE_CSS = ("<style>.st-key-policy_yaml textarea {font-family: 'Source Code Pro'
             "user-select: none;}"
             # the page's own scripts take no room (an empty element still gets a gap)
             "[data-testid='stElementContainer']:has(> [data-testid='stHtml'] > script:first-child) {display: none;}"
-            + FACT_ROWS_CSS + CHART_CSS +
+            + FACT_ROWS_CSS + CHART_CSS + DECISION_CSS +
             # each uploader states its limit once, in its label; Streamlit's line would state a second one
             "[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
 

@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from coachctx import playground as pg
-from coachctx.engine.decision import Decision, FragmentDecision
+from coachctx.engine.decision import Decision
+from coachctx.playground.decision_html import fragment_lists_html, headline_html
 from coachctx.playground.fact_rows import fact_rows_html
 from coachctx.playground.ui.cache import bundle_for
 from coachctx.playground.ui.lazy import lazy_expander
@@ -28,29 +29,9 @@ def tab_decision(ctx: Context) -> None:
 
 
 def render_headline(d: Decision) -> None:
-    """What a coach reads first: how it was decided, the counts, what is sent and withheld, the audit."""
-    i = d.intent
-    st.markdown(pg.routing_headline(d))
-    # five equal boxes in a row: a horizontal container, one element fewer per metric than columns
-    row = st.container(horizontal=True)
-    row.metric("Decided by", pg.SOURCE_WORDS.get(i.source, i.source),
-               help=f"Routing source `{i.source}`: keywords (`rules`) were decisive, the model chose "
-                    "(`model`), or the rules were unsure and no model answered (`fallback`: a best guess from "
-                    "the keyword scores).")
-    row.metric("Facts sent", f"{len(d.selected)} of {len(d.fragments)}",
-               help="Fragments: the eleven facts the services can supply about an athlete.")
-    row.metric("Coverage", f"{d.coverage:.0%}", help="Share of the requested facts the services supplied.")
-    row.metric("Confidence", f"{d.confidence:.0%}",
-               help="Coverage × routing factor: 1.0 keywords, 0.85 model, 0.6 best guess, 0.4 nothing matched.")
-    row.metric("Prompt tokens", d.tokens.prompt, help="A prompt with everything in it (the naive prompt: the "
-               f"whole bundle as JSON) would be {d.tokens.naive} tokens.",
-               delta=f"{d.tokens.saved_pct:g}% smaller", delta_color="off", delta_arrow="off")
-    st.markdown(pg.decision_summary(d))
-    if d.warnings:
-        for w in d.warnings:
-            st.warning(f"**Audit warning:** {w}", icon=":material/warning:")
-    else:
-        st.success("Audit: no warnings for this decision.", icon=":material/verified:")
+    """What a coach reads first: how it was decided, the figures, what is sent and withheld, the
+    audit; one element (decision_html.py)."""
+    st.html(headline_html(d))
 
 
 def render_routing(d: Decision) -> None:
@@ -104,27 +85,16 @@ def render_selection(d: Decision) -> None:
                 f"{d.tokens.budget_spent} spent · costs counted **{pg.COST_LABELS.get(d.tokens.cost_mode, d.tokens.cost_mode)}** "
                 f"(`{d.tokens.cost_mode}`). "
                 "Primary context is never cut by the budget.")
-    withheld = [f for f in d.fragments if f.status == "withheld"]
-    with st.container(horizontal=True, gap="medium"):  # two equal columns, each one element
-        st.container(key="sent_fragments").markdown(
-            f"**:green[Sent to the model ({len(d.selected)})]**, in prompt order\n\n"
-            + fragment_list([f for f in d.fragments if f.status == "selected"], d))
-        st.container(key="withheld_fragments").markdown(
-            f"**:red[Withheld ({len(withheld)})]**\n\n" + fragment_list(withheld, d))
-
-    # the eleven rows are one element (fact_rows.py); the table and the services are built only while open
-    st.container(key="fact_rows").html(fact_rows_html(d))
+    # the two lists side by side, then the eleven rows (fact_rows.py): one element each; the table
+    # and the services are built only while open
+    st.html(fragment_lists_html(d))
+    st.html(fact_rows_html(d))
     if (table := lazy_expander("The same as a table (sortable; scroll right for every column)",
                                key="facts_table")) is not None:
         with table:
             render_fragments_table(d)
     if (services := lazy_expander("Services for this athlete", key="services_box")) is not None:
         services.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
-
-
-def fragment_list(fragments: list[FragmentDecision], d: Decision) -> str:
-    return "\n".join(f"- **{pg.fragment_title(f.name)}** — {pg.explain_fragment(f, d)}" for f in fragments) \
-        or "_nothing_"
 
 
 def render_download(d: Decision, ctx: Context) -> None:
