@@ -125,16 +125,13 @@ from coachctx.playground.words import (
     STATUS_LABELS,
     asked_for_by,
     athlete_label,
-    decision_summary,
     explain_fragment,
     fragment_row,
     fragment_title,
     fragments_frame,
-    matched_terms_table,
     model_answer,
     routing_headline,
     score_rows,
-    service_status_lines,
 )
 
 __all__ = [
@@ -158,11 +155,8 @@ __all__ = [
     "fragment_row",
     "fragments_frame",
     "score_rows",
-    "matched_terms_table",
     "routing_headline",
     "model_answer",
-    "decision_summary",
-    "service_status_lines",
     "STANDING_COLORS",
     "routing_chart_html",
     "MAX_IMPORT_BYTES",

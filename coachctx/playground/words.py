@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -220,18 +219,6 @@ def score_rows(d: Decision) -> list[dict[str, str | float]]:
     return rows
 
 
-def matched_terms_table(d: Decision) -> str:
-    """The terms that matched, as a Markdown table (intent, term, weight); empty when none did."""
-    rows = [f"| {name} | {_md_text(term)} | {float(weight):.2g} |"
-            for name, terms in d.intent.matched.items() for term, weight in terms]
-    return "\n".join(["| intent | term | weight |", "| --- | --- | ---: |", *rows]) if rows else ""
-
-
-def _md_text(text: str) -> str:
-    """Text shown as itself in Markdown: its punctuation escaped (a `|` would end a table cell)."""
-    return re.sub(r"([\\`*_{}\[\]<>()#+\-.!|:~])", r"\\\1", text)
-
-
 def routing_headline(d: Decision) -> str:
     i = d.intent
     routed = _and(i.contenders) if i.source != "rules" and len(i.contenders) > 1 else i.name
@@ -244,21 +231,6 @@ def model_answer(model: ModelCall) -> str:
     if model.raw is None or not model.raw.strip():
         return f"asked, but gave no answer{took}"
     return f"answered `{_short(model.raw, 80).replace('`', chr(39))}`{took}"
-
-
-def decision_summary(d: Decision) -> str:
-    """One line a coach reads first: what goes in, and what stays out and why."""
-    sent = [FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "selected"]
-    held = [f"{FRAGMENT_TITLES.get(f.name, f.name)} ({REASON_LABELS.get(f.reasons[0].code, f.reasons[0].code)})"
-            if f.reasons else FRAGMENT_TITLES.get(f.name, f.name) for f in d.fragments if f.status == "withheld"]
-    return (f"**:green[Sent:]** {', '.join(sent) or 'nothing'}  \n"
-            f"**:red[Withheld:]** {', '.join(held) or 'nothing'}")
-
-
-def service_status_lines(d: Decision) -> list[str]:
-    return [f"{':material/check_circle:' if s.status == 'ok' else ':material/error:'} **{name}**: "
-            f"{s.status} — {s.detail}"
-            for name, s in d.services.items()]
 
 
 def _short(text: str, limit: int = 60) -> str:

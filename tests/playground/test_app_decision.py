@@ -68,7 +68,7 @@ class TestDecisionView:
         assert not at.exception
         d = decision(at)
         assert d["intent"]["matched_nothing"] and "Thai" in d["intent"]["scripts"]
-        assert any("No vocabulary matched" in i.value and "Thai" in i.value for i in at.info)
+        assert any("No vocabulary matched" in line and "Thai" in line for line in all_text(at).splitlines())
 
     def test_empty_question_explains_instead_of_failing(self) -> None:
         at = started()

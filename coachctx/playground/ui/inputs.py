@@ -26,7 +26,7 @@ def render_inputs(policies: Policies) -> pg.ViewState:
         ss["budget"] = ss["budget"]
     # rows are horizontal containers, not columns: a column is one more element, and each element
     # costs every rerun its time in the browser
-    row = st.container(horizontal=True, vertical_alignment="bottom")
+    row = st.container(horizontal=True, vertical_alignment="bottom", wrap=False)
     row.text_input("The athlete's question", key="question", max_chars=MAX_QUESTION_CHARS,
                    placeholder="Type what the athlete asked, e.g. " + pg.PAIN_QUESTION)
     with row:  # the example buttons are built only while the list is open
@@ -37,7 +37,7 @@ def render_inputs(policies: Policies) -> pg.ViewState:
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]
     athletes = upstream().athletes()
-    choices = st.container(horizontal=True)
+    choices = st.container(horizontal=True, wrap=False)  # never a second line: the decision stays on the first screen
     athlete = choices.selectbox("Athlete", athletes, key="athlete",
                                 format_func=lambda a: athlete_labels().get(a, a),
                                 help="Sample athletes (sample_athletes/): each one shows a case — a service down, "

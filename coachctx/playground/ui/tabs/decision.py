@@ -7,8 +7,7 @@ import streamlit as st
 
 from coachctx import playground as pg
 from coachctx.engine.decision import Decision
-from coachctx.playground.decision_html import fragment_lists_html, headline_html
-from coachctx.playground.fact_rows import fact_rows_html
+from coachctx.playground.decision_html import headline_html, routing_html, selection_html
 from coachctx.playground.ui.cache import bundle_for
 from coachctx.playground.ui.lazy import lazy_expander
 from coachctx.playground.ui.state import Context
@@ -35,66 +34,16 @@ def render_headline(d: Decision) -> None:
 
 
 def render_routing(d: Decision) -> None:
-    i = d.intent
-    st.subheader("1 · Routing: which intent is this question?")
-    left, right = st.columns([3, 2])
-    with left:
-        # the chart and its key are one element of plain HTML (chart.py): no Vega view to build per question
-        st.html(pg.routing_chart_html(d) + '<p class="coachctx-chart-key">Confident only if the top score ≥ '
-                f"threshold {i.threshold:g} (red line) and it leads the runner-up by ≥ margin {i.required_margin:g} "
-                "(a runner-up inside the orange band means unsure).</p>")
-    with right:
-        notes, after = routing_notes(d), [pg.matched_terms_table(d), time_horizon(d)]
-        if i.matched_nothing:
-            st.markdown("\n\n".join(notes))
-            st.info(f"No vocabulary matched. Scripts seen in the question: {', '.join(i.scripts) or 'none'}. "
-                    "Add terms in this language to the vocabulary (Policy editor) to route it by rules.")
-            notes = []
-        # one element for the notes beside the chart (each element costs every rerun its time)
-        st.markdown("\n\n".join(part for part in [*notes, *after] if part))
-
-
-def routing_notes(d: Decision) -> list[str]:
-    """Why this route, the contenders when it was unsure, and what the model said."""
-    i = d.intent
-    notes = [f"**Why:** {i.reason}"]
-    if i.source != "rules" and len(i.contenders) > 1:
-        notes.append(f"**Possible intents** (contenders): {', '.join(i.contenders)} — routing is uncertain, "
-                     "so every one of them gets its essential facts, and a fact one of them needs is kept even "
-                     "if another excludes it.")
-    elif i.source != "rules":
-        notes.append(f"**Possible intents** (contenders): only {i.contenders[0]} — no other intent is "
-                     "within the margin.")
-    if i.model is not None:
-        notes.append(f"**Model:** {pg.model_answer(i.model)}")
-    return notes
-
-
-def time_horizon(d: Decision) -> str:
-    scope = d.scope
-    if not scope.effective:
-        return "**Time horizon:** none — no scope words in the question, so no scope modifiers apply"
-    how = (f"inferred from {', '.join(repr(w) for w in scope.inferred_from)}" if scope.inferred_from
-           else "chosen above")
-    return f"**Time horizon:** {scope.effective} ({how})"
+    st.html(routing_html(d))
 
 
 def render_selection(d: Decision) -> None:
-    st.markdown("### 2 · Selection: what the model sees, and why\n\n"
-                f"Tier **{d.tier}**: {d.budget}-token budget for secondary context, "
-                f"{d.tokens.budget_spent} spent · costs counted **{pg.COST_LABELS.get(d.tokens.cost_mode, d.tokens.cost_mode)}** "
-                f"(`{d.tokens.cost_mode}`). "
-                "Primary context is never cut by the budget.")
-    # the two lists side by side, then the eleven rows (fact_rows.py): one element each; the table
-    # and the services are built only while open
-    st.html(fragment_lists_html(d))
-    st.html(fact_rows_html(d))
+    st.html(selection_html(d))
+    # the same facts as a sortable table, built only while open
     if (table := lazy_expander("The same as a table (sortable; scroll right for every column)",
                                key="facts_table")) is not None:
         with table:
             render_fragments_table(d)
-    if (services := lazy_expander("Services for this athlete", key="services_box")) is not None:
-        services.markdown("\n".join(f"- {line}" for line in pg.service_status_lines(d)))
 
 
 def render_download(d: Decision, ctx: Context) -> None:
@@ -104,11 +53,10 @@ def render_download(d: Decision, ctx: Context) -> None:
     st.download_button(
         "Download this decision as a trace", key="download_trace", icon=":material/download:", on_click="ignore",
         data=lambda: pg.decision_trace_json(d, bundle, cost_mode=d.tokens.cost_mode, budget=budget),
-        file_name=f"coachctx-trace-{d.athlete}-{d.policy.digest}.json", mime="application/json")
-    version = d.policy.version
-    st.caption(f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
-               f"as `{d.policy.source}`" + (f", stored version {version}" if version else "")
-               + f" (fingerprint `{d.policy.digest}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
+        file_name=f"coachctx-trace-{d.athlete}-{d.policy.digest}.json", mime="application/json",
+        help=f"The trace holds the inputs, this decision and the athlete's data snapshot; it records the policy "
+             f"as `{d.policy.source}`" + (f", stored version {d.policy.version}" if d.policy.version else "")
+             + f" (fingerprint `{d.policy.digest}`). `coachctx replay TRACE` or the Reproduce tab decides it again.")
 
 
 def render_fragments_table(d: Decision) -> None:
