@@ -191,7 +191,10 @@ def fragment_row(f: FragmentDecision, d: Decision) -> tuple[str, str]:
     inside, everything the table's narrow columns cut: why in full, the line sent, both costs,
     the reason codes and the technical names."""
     mark = "✔ sent" if f.status == "selected" else "✘ withheld"
-    title = f"{mark} · {FRAGMENT_TITLES.get(f.name, f.name)} — {ROLE_LABELS.get(f.role, f.role)}, {f.cost} tokens"
+    # a fact no intent asks for is described by why it is out: "excluded" is not "not asked for"
+    held = [r.code for r in f.reasons if r.code not in NOTE_CODES] if f.role == "none" else []
+    role = REASON_LABELS.get(held[0], held[0]) if held else ROLE_LABELS.get(f.role, f.role)
+    title = f"{mark} · {FRAGMENT_TITLES.get(f.name, f.name)} — {role}, {f.cost} tokens"
     line = f.line if f.line is not None else "— (the service supplied no data)"
     codes = ", ".join(f"`{r.code}`" for r in f.reasons) or "none"
     body = (f"**Why:** {explain_fragment(f, d)}  \n"

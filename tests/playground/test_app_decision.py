@@ -124,6 +124,16 @@ class TestDecisionDetails:
         assert inline_html("**Line sent:** <b>5x2km</b> & `hand`  \nnext") == (
             "<strong>Line sent:</strong> &lt;b&gt;5x2km&lt;/b&gt; &amp; <code>hand</code><br>next")
 
+    def test_a_fact_no_intent_asks_for_is_titled_by_why_it_is_out(self, maya: Any) -> None:
+        d = select("Should I train through this knee pain tomorrow?", maya, load_policy())
+        for f in d.fragments:
+            title, _ = pg.fragment_row(f, d)
+            if f.role == "none" and any(r.code == "excluded" for r in f.reasons):
+                assert "excluded" in title and "not asked for" not in title, title
+            elif f.role == "none":
+                assert "not asked for" in title, title
+        assert any(f.role == "none" and f.reasons[0].code == "excluded" for f in d.fragments)
+
     def test_a_model_answer_of_none_is_said_in_words(self) -> None:
         assert pg.model_answer(ModelCall(label=None, raw=None, latency_ms=812.4)) == "asked, but gave no answer in 812 ms"
         assert pg.model_answer(ModelCall(label="injury", raw="injury", latency_ms=None)) == "answered `injury`"
