@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from pathlib import Path
@@ -47,13 +48,17 @@ def athlete_labels() -> dict[str, str]:
     return {a: pg.athlete_label(a, bundle_for(a), upstream().describe(a)) for a in upstream().athletes()}
 
 
-@st.cache_resource(max_entries=64)
+# Keyed by the text itself through functools, not Streamlit's cache: Streamlit hashes a str argument
+# afresh on every call (the checked-in policy is 400 KB, read three times a rerun), while a str keeps
+# its own hash once computed, so the draft held in session state is found at once.
+@functools.lru_cache(maxsize=64)
 def policy_from_text(text: str) -> Policy:
-    """Parsed once per distinct text; a PolicyError is raised (and not cached) for a bad one."""
+    """Parsed once per distinct text in this process (every session shares it); a PolicyError is
+    raised (and not cached) for a bad one."""
     return parse_policy(text)
 
 
-@st.cache_resource(max_entries=16)
+@functools.lru_cache(maxsize=16)
 def draft_check(text: str) -> pg.DraftCheck:
     """The draft validated once per distinct text, a bad one too (its problems), so a rerun that
     did not change the draft parses nothing. Parsing uses libyaml's C loader where installed."""
@@ -66,7 +71,9 @@ def routing_classifier(_settings: ModelSettings, cache_key: tuple[str, ...]) -> 
     return classifier_for(_settings)
 
 
-@st.cache_data(max_entries=256, show_spinner="Deciding…")
+# a Decision is immutable, so every rerun and session may share one: no copy pickled per call, as
+# st.cache_data would; the page shows a spinner itself when a model may be asked
+@st.cache_resource(max_entries=256, show_spinner=False)
 def decide(question: str, athlete: str, scope: str, tier: str, budget: int | None, cost_mode: str,
            _policy: Policy, digest: str, source: str, version: str | None,
            _settings: ModelSettings | None, model_key: tuple[str, ...]) -> Decision:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 from collections.abc import Callable, Mapping
@@ -87,9 +88,10 @@ def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOr
         return None, "Type a question above (or click an example) to see the decision."
     routing_model = config if config is not None and st.session_state.get("use_model", True) else None
     try:
-        d = decide(view.question, view.athlete, view.scope, view.tier, view.budget if view.tier == "custom" else None,
-                   view.cost_mode, policies.working, policies.working.digest, origin.source, origin.version,
-                   routing_model, routing_model.cache_key if routing_model else ())
+        with st.spinner("Asking the model…") if routing_model is not None else contextlib.nullcontext():
+            d = decide(view.question, view.athlete, view.scope, view.tier, view.budget if view.tier == "custom" else None,
+                       view.cost_mode, policies.working, policies.working.digest, origin.source, origin.version,
+                       routing_model, routing_model.cache_key if routing_model else ())
     except CoachctxError as e:
         return None, str(e)
     st.session_state["decision"] = d.to_json()
