@@ -87,14 +87,29 @@ def wait_for_script(page: Any, timeout_ms: int = UI_TIMEOUT_MS) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms)
 
 
+def tab_button(page: Any, name: str) -> Any:
+    """The button of the tab with this label, in the strip above the tabs (a radio group)."""
+    return page.locator(".st-key-tab").get_by_role("radio", name=name, exact=True)
+
+
 def open_tab(page: Any, name: str) -> None:
     """Click a tab and wait until its run is over: only the open tab is built, on that run."""
     from playwright.sync_api import expect
 
-    tab = page.get_by_role("tab", name=name)
+    tab = tab_button(page, name)
     tab.click()
-    expect(tab).to_have_attribute("aria-selected", "true", timeout=UI_TIMEOUT_MS)
+    expect(tab).to_have_attribute("aria-checked", "true", timeout=UI_TIMEOUT_MS)
     page.wait_for_timeout(500)  # the run the click asked for has started
+    wait_for_script(page)
+
+
+def commit(page: Any, field: Any, value: str) -> None:
+    """Type into a field, press Enter and wait until the run that starts is over, as a coach waits
+    for the page before the next field: a field typed while the last one's run is still going can
+    be reset to what that run drew (Streamlit's page redraws the fields of the part that reran)."""
+    field.fill(value)
+    field.press("Enter")
+    page.wait_for_timeout(500)  # the run Enter asked for has started
     wait_for_script(page)
 
 
@@ -121,10 +136,7 @@ def save_version(page: Any, message: str) -> None:
     """On the Versions tab: a name, a message, Save (with the label the page proposes)."""
     open_tab(page, "Versions")
     for label, value in (("Your name", "ana"), ("What changed and why", message)):
-        field = page.get_by_label(label)
-        field.fill(value)
-        field.press("Enter")
-        wait_for_script(page)
+        commit(page, page.get_by_label(label), value)
     page.get_by_role("button", name="Save as a new version").click()
 
 

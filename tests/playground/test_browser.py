@@ -29,6 +29,7 @@ from browser_support import (
     save_version,
     screenshot,
     set_margin,
+    tab_button,
     wait_for_script,
 )
 
@@ -139,7 +140,7 @@ def back_returns_to_the_tab_before(page: Any) -> None:
     page.wait_for_function("() => window.location.search.includes('tab=versions')", timeout=UI_TIMEOUT_MS)
     wait_for_script(page)
     page.go_back()
-    expect(page.get_by_role("tab", name="Decision")).to_have_attribute("aria-selected", "true",
+    expect(tab_button(page, "Decision")).to_have_attribute("aria-checked", "true",
                                                                         timeout=UI_TIMEOUT_MS)
     wait_for_script(page)
 
@@ -234,7 +235,7 @@ def a_reload_loses_nothing(page: Any) -> None:
 
     page.reload()
     wait_for_script(page)
-    expect(page.get_by_role("tab", name="Versions")).to_have_attribute("aria-selected", "true",
+    expect(tab_button(page, "Versions")).to_have_attribute("aria-checked", "true",
                                                                         timeout=UI_TIMEOUT_MS)
     expect(page.get_by_label(QUESTION)).to_have_value(INTERVALS)
     open_tab(page, "Decision")

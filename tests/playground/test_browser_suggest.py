@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from browser_support import QUESTION, UI_TIMEOUT_MS, no_exception, opened
+from browser_support import QUESTION, UI_TIMEOUT_MS, commit, no_exception, opened, tab_button
 from browser_support import wait_for_script as wait_for_rerun
 
 pytestmark = pytest.mark.browser
@@ -42,10 +42,7 @@ def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: An
     from playwright.sync_api import expect
 
     with opened(browser, server, 1400, 2400, settle_ms=SETTLE_MS) as page:
-        question = page.get_by_label(QUESTION)
-        question.fill(GLUTE)
-        question.press("Enter")
-        wait_for_script(page)
+        commit(page, page.get_by_label(QUESTION), GLUTE)
         expect(page.get_by_text("This should be… (routed to training (best guess)")).to_be_visible(
             timeout=SETTLE_MS)
 
@@ -55,16 +52,13 @@ def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: An
         pick(page, intents, "injury")
         wait_for_script(page)
         page.keyboard.press("Escape")
-        author = page.get_by_label("Labelled by")
-        author.fill("ana")
-        author.press("Enter")
-        wait_for_script(page)
+        commit(page, page.get_by_label("Labelled by"), "ana")
         store = page.get_by_role("button", name="Store this label")
         expect(store).to_be_enabled(timeout=SETTLE_MS)
         store.click()
         expect(page.get_by_text("Stored label 1")).to_be_visible(timeout=SETTLE_MS)
 
-        page.get_by_role("tab", name="Suggest").click()
+        tab_button(page, "Suggest").click()
         first = page.locator(".st-key-suggestion_0")
         expect(first).to_contain_text("add 'glute medius': 1 to vocabulary.injury.en", timeout=SETTLE_MS)
         expect(first).to_contain_text(f"fixes row 1: “{GLUTE}” → injury (label 1 by ana)")
@@ -88,6 +82,6 @@ def test_label_a_miss_apply_its_suggestion_check_the_impact_and_save(browser: An
         page.get_by_role("button", name="Save the draft as a version").click()
         expect(page.get_by_text("Saved version 1")).to_be_visible(timeout=SETTLE_MS)
 
-        page.get_by_role("tab", name="Decision").click()
+        tab_button(page, "Decision").click()
         expect(page.get_by_text("This should be… (routed to injury")).to_be_visible(timeout=SETTLE_MS)
         no_exception(page)
