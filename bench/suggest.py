@@ -42,7 +42,10 @@ METHOD: Final = (
     f"{_D.reinforce_weight:g} (it may leave a row the rules decided unsure), then the first step again. A "
     "candidate term is never a function word, nor a word the matcher stems like one of its language's "
     f"{FUNCTION_STEM_TOP} commonest (\"whats\" is \"what\"), "
-    "and a Japanese piece never starts with Hiragana. These rules and settings were chosen by "
+    "and a Japanese piece never starts with Hiragana. A term is filed under the row's language when it is in that "
+    "language's script, or when it is a language of another script written in Latin letters (romanised Hindi, "
+    "Arabic, Greek or Russian: \"thakan\" under hi, as the policy keeps such terms) and not all English everyday "
+    "words; otherwise under its script's usual language (Latin: en). These rules and settings were chosen by "
     "`python -m bench.suggest --choose`: learning from 70% of the tune half and checking on the other 30%, "
     "three fixed splits pooled; the test half played no part. The thinned, learned and full "
     "policies are measured on both halves as `bench.corpus` measures (`select()`, maya, paid tier, no model: "
@@ -184,9 +187,12 @@ def choose(full: Policy, candidates: Mapping[str, LearnSettings] = CANDIDATES,
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.suggest")
     parser.add_argument("--choose", action="store_true", help="compare learn's settings on a split of the tune half")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="with --choose: only the candidates whose name holds NAME (repeatable)")
     args = parser.parse_args(argv)
     if args.choose:
-        choose(load_policy())
+        names = [n for n in CANDIDATES if args.only is None or any(part in n for part in args.only)]
+        choose(load_policy(), {n: CANDIDATES[n] for n in names})
         return 0
     result = measure_suggest(load_policy())
     print(f"learned {len(result.edits)} edits {result.edit_kinds()} from {result.tune_rows} tune rows "

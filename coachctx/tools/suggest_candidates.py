@@ -24,13 +24,26 @@ SCRIPT_LANGUAGE: Final[Mapping[str, str]] = {
 """The language a term is filed under when the row does not say: the script's most common one here."""
 
 
-def _language_of(row: LabelledRow, word: str) -> str:
-    """The row's language when the word is in that language's script, else the script's usual one."""
-    script = script_of(word[0])
-    if row.lang is not None and (script_of(_SAMPLE[row.lang]) == script
-                                 or (script == "Han" and row.lang in ("ja", "zh"))):
-        return row.lang
+def _language_of(row: LabelledRow, words: Sequence[str]) -> str:
+    """The row's language when the words are in its script, or when they are that language written
+    in Latin letters (Hindi, Arabic, Greek, Russian: "thakan", "ta3ban", the policy keeps such terms
+    under their language); else the script's usual language. A romanised row's English words
+    ("run", "strength") are English."""
+    script = script_of(words[0][0])
+    if row.lang is not None:
+        own = script_of(_SAMPLE[row.lang])
+        if own == script or (script == "Han" and row.lang in ("ja", "zh")):
+            return row.lang
+        if script == "Latin" and LANGUAGES[row.lang] not in ("substring", "prefix") \
+                and not all(w in _english() for w in words):
+            return row.lang
     return SCRIPT_LANGUAGE.get(script, "en")
+
+
+@cache
+def _english() -> frozenset[str]:
+    """English's everyday words: a Latin word of a romanised row that is one is English."""
+    return frozenset(everyday_words().get("en", ()))
 
 
 _SAMPLE: Final[Mapping[str, str]] = {
@@ -57,7 +70,7 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
                 continue
             if any(_JAMO.fullmatch(w) for w in part):  # ㅠㅠ, ㅋㅋ: crying and laughing, not words
                 continue
-            lang = _language_of(row, part[0])
+            lang = _language_of(row, part)
             if LANGUAGES[lang] == "substring" or (LANGUAGES[lang] == "prefix" and n > 1):
                 continue
             if is_function_word(part[0], lang) or is_function_word(part[-1], lang):

@@ -140,6 +140,23 @@ class TestSuggest:
         assert {"朝練", "体が重"} <= pieces
         assert not {p for p in pieces if p[0] in "したいけどはがい"}, pieces
 
+    def test_a_romanised_word_is_filed_under_its_rows_language_and_an_english_word_under_english(self) -> None:
+        # the policy keeps romanised Hindi under hi ("thakan", "neend"); "strength" is English in any row
+        row = LabelledRow(1, "bhai aaj thakan hai, strength training skip kar du kya?", ("recovery", "training"), "hi")
+        filed = {(lang, term) for lang, term in phrases(row, tokenise(row.question))}
+        assert {("hi", "thakan"), ("en", "strength"), ("en", "strength training")} <= filed
+        assert not {term for lang, term in filed if lang == "en" and "thakan" in term}, filed
+
+    def test_a_romanised_term_routes_an_unseen_question_the_detector_reads_as_another_language(
+            self, thin: Policy) -> None:
+        labelled = [LabelledRow(1, "bhai kal se bahut kamzori hai", ("recovery",), "hi"),
+                    LabelledRow(2, "kamzori ke baad aaram karun kya", ("recovery",), "hi")]
+        learned, edits = learn(labelled, thin)
+        assert {(e.intent, e.language, e.term) for e in edits} >= {("recovery", "hi", "kamzori")}
+        unseen = "kamzori lag rahi hai aaj"  # detected as Italian by its everyday words
+        assert route(unseen, thin, None).intent != "recovery"
+        assert route(unseen, learned, None).intent == "recovery"
+
     def test_a_word_read_only_as_a_misspelling_can_get_its_own_term(self, policy: Policy) -> None:
         vocabulary: dict[str, Any] = {i: {lang: dict(t) for lang, t in by.items()} for i, by in MINI_VOCABULARY.items()}
         vocabulary["recovery"]["en"]["cooked"] = 1.0  # "I'm cooked": exhausted
