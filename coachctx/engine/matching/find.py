@@ -4,8 +4,9 @@ once, never a word of the question's own language read as an unrelated language'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple
 
 from coachctx.engine.matching.language import read_as_false_friend
 from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading, may_be_compound, may_have_readings
@@ -76,9 +77,27 @@ class PhraseStarts:
         return self._by_stem
 
 
-Looked = tuple[tuple[tuple[Start, ...], tuple[Reading, ...]], ...]
-"""A word as each of several tables sees it: the phrases it starts there or, where it starts none,
-its readings there; () when it is nothing to any of them."""
+Follow = Callable[[int, str], "str | None"]
+"""(a position in the question, an algorithm) -> that word's stem there, or None when no phrase of
+the table goes on with it: what `_add_phrases` reads a phrase's next word as."""
+Seen = tuple[tuple[Start, ...], tuple[Reading, ...], tuple[Term, ...]]
+"""A word as one table sees it: the phrases it starts there; where it starts none, its readings
+there; the Hangul prefix terms it begins with."""
+
+
+class Looked(NamedTuple):
+    """A question word as each of several tables sees it (`SharedWords`), found once per word."""
+
+    tables: tuple[Seen, ...]
+    """What the word is to each table; () when it is nothing to any of them (most words)."""
+    follows: Mapping[str, str]
+    """Algorithm -> the word's stem there, for each algorithm under which that stem is a later word
+    of some table's phrase: all a phrase started before the word needs of it."""
+
+
+_NO_FOLLOWS: Mapping[str, str] = MappingProxyType({})
+NOTHING = Looked((), _NO_FOLLOWS)
+"""A word no table knows, starts no phrase with nor goes on with: most words."""
 
 
 class SharedWords:
@@ -101,6 +120,11 @@ class SharedWords:
         self.compound_singles = {a: frozenset().union(*(m.readings.singles(a) for m in self.matchers if a in m.stemmed))
                                  for a in sorted(COMPOUNDING) if any(a in m.stemmed for m in self.matchers)}
         """compounding algorithm -> the stems any of the tables has a one-word term for"""
+        self.later = {a: frozenset(p for m in self.matchers for phrase in m.stemmed.get(a, {}) for p in phrase[1:])
+                      for a in self.index}
+        """algorithm -> every stem that is a later word of some table's phrase: a phrase goes on only with those"""
+        self.prefix_firsts = frozenset().union(*(m.prefix_firsts for m in self.matchers))
+        """the first letters of every table's Hangul prefix terms"""
 
     def forget(self) -> None:
         """Empty the per-word memo: the state of tables that have never seen a question."""
@@ -128,59 +152,77 @@ class SharedWords:
         return [seen[w] for w in words]
 
     def _look_up_new(self, words: list[str]) -> dict[str, Looked]:
-        starts = self._starts(words)
+        starts, follows = self._starts(words)
         looked: dict[str, Looked] = {}
         for word in words:
             here, readable = starts.get(word), may_have_readings(word)
-            if here is None and not readable:
-                looked[word] = ()
+            prefixed = word[:1] in self.prefix_firsts
+            follow = follows.get(word)
+            follow_map = _NO_FOLLOWS if follow is None else MappingProxyType(follow)
+            if here is None and not readable and not prefixed:
+                looked[word] = NOTHING if follow is None else Looked((), follow_map)
                 continue
             compound = readable and may_be_compound(word, self.compound_singles)
-            per_table = []
+            per_table: list[Seen] = []
             for t, matcher in enumerate(self.matchers):
                 mine = tuple(sorted(here[t], key=lambda start: start[0])) if here is not None else ()
-                per_table.append((mine, () if mine or not readable else matcher.readings.read(word, compound)))
-            looked[word] = tuple(per_table) if any(mine or read for mine, read in per_table) else ()
+                per_table.append((mine, () if mine or not readable else matcher.readings.read(word, compound),
+                                  prefix_terms(matcher, word) if prefixed else ()))
+            tables = tuple(per_table) if any(any(seen) for seen in per_table) else ()
+            looked[word] = NOTHING if not tables and follow is None else Looked(tables, follow_map)
         return looked
 
-    def _starts(self, words: list[str]) -> dict[str, list[list[Start]]]:
-        """Word -> for each table, the phrases it starts there: for words that start any."""
+    def _starts(self, words: list[str]) -> tuple[dict[str, list[list[Start]]], dict[str, dict[str, str]]]:
+        """Word -> for each table, the phrases it starts there: for words that start any; and word ->
+        its `Looked.follows`: for words some phrase goes on with."""
         found: dict[str, list[list[Start]]] = {}
+        follows: dict[str, dict[str, str]] = {}
         for group, by_algorithm in stem_columns(words, self.index):
             for algorithm, stems in by_algorithm.items():
-                if self.firsts[algorithm].isdisjoint(stems):
-                    continue  # no word of the group starts a phrase under this algorithm: the usual case
-                index = self.index[algorithm]
-                for word, first in zip(group, stems, strict=True):
-                    for t, start in index.get(first, ()):
-                        found.setdefault(word, [[] for _ in self.matchers])[t].append(start)
-        return found
+                # no word of the group starts a phrase under this algorithm, nor goes on with one: the usual case
+                if not self.firsts[algorithm].isdisjoint(stems):
+                    index = self.index[algorithm]
+                    for word, first in zip(group, stems, strict=True):
+                        for t, start in index.get(first, ()):
+                            found.setdefault(word, [[] for _ in self.matchers])[t].append(start)
+                later = self.later[algorithm]
+                if not later.isdisjoint(stems):
+                    for word, stemmed in zip(group, stems, strict=True):
+                        if stemmed in later:
+                            follows.setdefault(word, {})[algorithm] = stemmed
+        return found, follows
 
 
 def find_in_tables(shared: SharedWords, tokens: Tokens) -> tuple[tuple[Term, ...], ...]:
-    """`find_terms` of each of the shared tables, with each word looked up once for all of them."""
+    """`find_terms` of each of the shared tables, with each word looked up once for all of them; a
+    table the question's words are nothing to finds nothing, unless it may find a substring."""
     starts: list[list[tuple[int, int, Start]]] = [[] for _ in shared.matchers]
     unknown: list[list[tuple[int, tuple[Reading, ...]]]] = [[] for _ in shared.matchers]
-    for i, looked in enumerate(shared.look_up(tokens.words)):
-        if not looked:
-            continue  # nothing to any table: most words
-        for t, (here, read) in enumerate(looked):
+    prefixed: list[list[tuple[Term, ...]]] = [[] for _ in shared.matchers]
+    looks = shared.look_up(tokens.words)
+    for i, look in enumerate(looks):
+        for t, (here, read, prefix) in enumerate(look.tables):
             if here:
                 starts[t] += [(start[0], i, start) for start in here]
             elif read:
                 unknown[t].append((i, read))
-    for found in starts:
-        found.sort()
-    return tuple(tuple(_terms_found(matcher, tokens, starts[t], unknown[t]))
+            if prefix:
+                prefixed[t].append(prefix)
+
+    def follow(j: int, algorithm: str) -> str | None:
+        return looks[j].follows.get(algorithm)
+
+    return tuple(_terms_found(matcher, tokens, sorted(starts[t]), unknown[t], prefixed[t], follow)
+                 if starts[t] or unknown[t] or prefixed[t] or tokens.unspaced or matcher.spaced_indexes else ()
                  for t, matcher in enumerate(shared.matchers))
 
 
 class _Evidence:
     """The terms found so far, each once, and which term each span of words is evidence for."""
 
-    def __init__(self, tokens: Tokens) -> None:
+    def __init__(self, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
         self.tokens, self.words = tokens, tokens.words
-        self.found: dict[tuple[str, str], Term] = {}
+        self.found = found
         self._at_span: dict[tuple[str, int, int], tuple[str, str]] = {}
 
     def add(self, entries: tuple[Term, ...], i: int, n: int) -> None:
@@ -206,19 +248,40 @@ class _Evidence:
 
 def find_terms(matcher: TermMatcher, tokens: Tokens) -> list[Term]:
     """Every distinct term of the table found in the question, in the table's order per kind of match."""
-    starts, unknown = _look_up_words(matcher, tokens.words)
-    return _terms_found(matcher, tokens, starts, unknown)
+    words = tokens.words
+    starts, unknown = _look_up_words(matcher, words)
+    prefixed = [found for w in words if (found := prefix_terms(matcher, w))]
+
+    def follow(j: int, algorithm: str) -> str:
+        return words[j] if algorithm == "prefix" else stem(words[j], algorithm)
+
+    return list(_terms_found(matcher, tokens, starts, unknown, prefixed, follow))
 
 
 def _terms_found(matcher: TermMatcher, tokens: Tokens, starts: list[tuple[int, int, Start]],
-                 unknown: list[tuple[int, tuple[Reading, ...]]]) -> list[Term]:
-    """The terms of a table from what its words were looked up as: phrase starts, unknown words."""
-    evidence = _Evidence(tokens)
-    _add_phrases(matcher, tokens.words, starts, evidence)
-    _add_substrings(matcher, tokens, evidence.found)
-    _add_prefixes(matcher, tokens, evidence.found)
-    _add_readings(unknown, evidence)
-    return list(evidence.found.values())
+                 unknown: list[tuple[int, tuple[Reading, ...]]], prefixed: list[tuple[Term, ...]],
+                 follow: Follow) -> tuple[Term, ...]:
+    """The terms of a table from what its words were looked up as: phrase starts, the Hangul prefix
+    terms they begin with, unknown words; and the substrings of the question's Han/Kana."""
+    found: dict[tuple[str, str], Term] = {}
+    if starts:
+        _add_phrases(matcher, tokens.words, starts, _Evidence(tokens, found), follow)
+    if tokens.unspaced or matcher.spaced_indexes:
+        _add_substrings(matcher, tokens, found)
+    for terms in prefixed:
+        for entry in terms:
+            found.setdefault((entry.label, entry.term), entry)
+    if unknown:
+        _add_readings(unknown, tokens, found)
+    return tuple(found.values())
+
+
+def prefix_terms(matcher: TermMatcher, word: str) -> tuple[Term, ...]:
+    """The Hangul prefix terms of the table a question word begins with, shortest first."""
+    if word[:1] not in matcher.prefix_firsts:
+        return ()  # no prefix term starts with the word's letter: most words
+    index = matcher.prefix_index
+    return tuple(entry for k in range(1, min(len(word), matcher.longest_prefix) + 1) for entry in index.get(word[:k], ()))
 
 
 def _look_up_words(matcher: TermMatcher, words: tuple[str, ...]) -> tuple[
@@ -247,7 +310,7 @@ def _look_up_words(matcher: TermMatcher, words: tuple[str, ...]) -> tuple[
 
 
 def _add_phrases(matcher: TermMatcher, words: tuple[str, ...], starts: list[tuple[int, int, Start]],
-                 evidence: _Evidence) -> None:
+                 evidence: _Evidence, follow: Follow) -> None:
     algorithms, heads_of = matcher.starts.algorithms, matcher.starts.heads
     last = len(words) - 1
     for ai, i, (_, first, singles, seconds) in starts:
@@ -256,19 +319,21 @@ def _add_phrases(matcher: TermMatcher, words: tuple[str, ...], starts: list[tupl
         if not seconds or i == last:
             continue
         algorithm = algorithms[ai]
-        follow = words[i + 1] if algorithm == "prefix" else stem(words[i + 1], algorithm)
-        if follow not in seconds:
+        after = follow(i + 1, algorithm)
+        if after not in seconds:
             continue  # no longer phrase of the table goes on with the next word: the usual case
         phrases, heads = matcher.stemmed[algorithm], heads_of[algorithm]
         phrase: tuple[str, ...] = (first,)
         for j in range(i + 1, min(i + matcher.longest_phrase, len(words))):
-            phrase = (*phrase, follow)
+            phrase = (*phrase, after)
             entries = phrases.get(phrase)
             if entries:
                 evidence.add(entries, i, len(phrase))
             if phrase not in heads or j == last:
                 break  # no longer phrase starts with these words
-            follow = words[j + 1] if algorithm == "prefix" else stem(words[j + 1], algorithm)
+            after = follow(j + 1, algorithm)
+            if after is None:
+                break  # no phrase goes on with the next word
 
 
 def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
@@ -286,31 +351,11 @@ def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str,
             found.setdefault((entry.label, entry.term), entry)
 
 
-def _add_prefixes(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str, str], Term]) -> None:
-    if not matcher.prefix_index or matcher.prefix_firsts.isdisjoint(_initials(tokens)):
-        return  # no word starts with a letter a prefix term starts with: most questions
-    for w in tokens.words:
-        if w[:1] not in matcher.prefix_firsts:
-            continue
-        for k in range(1, min(len(w), matcher.longest_prefix) + 1):
-            for entry in matcher.prefix_index.get(w[:k], ()):
-                found.setdefault((entry.label, entry.term), entry)
-
-
-def _initials(tokens: Tokens) -> frozenset[str]:
-    """The first letters of the question's words, once per question for every matcher."""
-    found = tokens.memo.get("initials")
-    if found is None:
-        found = tokens.memo["initials"] = frozenset(w[:1] for w in tokens.words)
-    return found  # type: ignore[return-value]
-
-
-def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], evidence: _Evidence) -> None:
+def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], tokens: Tokens,
+                  found: dict[tuple[str, str], Term]) -> None:
     """A word the table does not know counts once per label, as its heaviest reading: a
     misspelling, or a compound's part, through whichever language's terms."""
-    if not unknown:
-        return
-    found, tokens, words = evidence.found, evidence.tokens, evidence.words
+    words = tokens.words
     terms_found = {e.term for e in found.values()}
     for i, readings in unknown:
         best: dict[str, tuple[str, Term]] = {}
