@@ -80,9 +80,11 @@ class PhraseStarts:
 Follow = Callable[[int, str], "str | None"]
 """(a position in the question, an algorithm) -> that word's stem there, or None when no phrase of
 the table goes on with it: what `_add_phrases` reads a phrase's next word as."""
-Seen = tuple[tuple[Start, ...], tuple[Reading, ...], tuple[Term, ...]]
-"""A word as one table sees it: the phrases it starts there; where it starts none, its readings
-there; the Hangul prefix terms it begins with."""
+Seen = tuple[tuple[Start, ...], tuple[Start, ...], frozenset[tuple[str, str]], tuple[Reading, ...], tuple[Term, ...]]
+"""A word as one table sees it: the phrases it starts there; those of them with a one-word term,
+as starts of no longer phrase (all a start is worth when the next word goes on with none); the
+(algorithm, stem) pairs a next word must stem to for a longer phrase to go on; where it starts
+none, its readings there; the Hangul prefix terms it begins with."""
 
 
 class Looked(NamedTuple):
@@ -93,10 +95,14 @@ class Looked(NamedTuple):
     follows: Mapping[str, str]
     """Algorithm -> the word's stem there, for each algorithm under which that stem is a later word
     of some table's phrase: all a phrase started before the word needs of it."""
+    goes_on: frozenset[tuple[str, str]]
+    """`follows` as (algorithm, stem) pairs: met against the word before's pairs in one set operation."""
 
 
 _NO_FOLLOWS: Mapping[str, str] = MappingProxyType({})
-NOTHING = Looked((), _NO_FOLLOWS)
+_NO_SECONDS: frozenset[str] = frozenset()
+_NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
+NOTHING = Looked((), _NO_FOLLOWS, _NO_PAIRS)
 """A word no table knows, starts no phrase with nor goes on with: most words."""
 
 
@@ -158,18 +164,22 @@ class SharedWords:
             here, readable = starts.get(word), may_have_readings(word)
             prefixed = word[:1] in self.prefix_firsts
             follow = follows.get(word)
-            follow_map = _NO_FOLLOWS if follow is None else MappingProxyType(follow)
+            follow_map, goes_on = (_NO_FOLLOWS, _NO_PAIRS) if follow is None else \
+                (MappingProxyType(follow), frozenset(follow.items()))
             if here is None and not readable and not prefixed:
-                looked[word] = NOTHING if follow is None else Looked((), follow_map)
+                looked[word] = NOTHING if follow is None else Looked((), follow_map, goes_on)
                 continue
             compound = readable and may_be_compound(word, self.compound_singles)
             per_table: list[Seen] = []
             for t, matcher in enumerate(self.matchers):
                 mine = tuple(sorted(here[t], key=lambda start: start[0])) if here is not None else ()
-                per_table.append((mine, () if mine or not readable else matcher.readings.read(word, compound),
+                algorithms = matcher.starts.algorithms
+                per_table.append((mine, tuple((ai, first, singles, _NO_SECONDS) for ai, first, singles, _ in mine if singles),
+                                  frozenset((algorithms[ai], second) for ai, _, _, seconds in mine for second in seconds),
+                                  () if mine or not readable else matcher.readings.read(word, compound),
                                   prefix_terms(matcher, word) if prefixed else ()))
-            tables = tuple(per_table) if any(any(seen) for seen in per_table) else ()
-            looked[word] = NOTHING if not tables and follow is None else Looked(tables, follow_map)
+            tables = tuple(per_table) if any(seen[0] or seen[3] or seen[4] for seen in per_table) else ()
+            looked[word] = NOTHING if not tables and follow is None else Looked(tables, follow_map, goes_on)
         return looked
 
     def _starts(self, words: list[str]) -> tuple[dict[str, list[list[Start]]], dict[str, dict[str, str]]]:
@@ -200,10 +210,16 @@ def find_in_tables(shared: SharedWords, tokens: Tokens) -> tuple[tuple[Term, ...
     unknown: list[list[tuple[int, tuple[Reading, ...]]]] = [[] for _ in shared.matchers]
     prefixed: list[list[tuple[Term, ...]]] = [[] for _ in shared.matchers]
     looks = shared.look_up(tokens.words)
+    last = len(looks) - 1
     for i, look in enumerate(looks):
-        for t, (here, read, prefix) in enumerate(look.tables):
+        for t, (here, alone, leads, read, prefix) in enumerate(look.tables):
             if here:
-                starts[t] += [(start[0], i, start) for start in here]
+                # a longer phrase is followed only when the next word may go on with one: mostly
+                # it cannot, and the word is worth its one-word terms alone
+                if leads and i < last and not leads.isdisjoint(looks[i + 1].goes_on):
+                    starts[t] += [(start[0], i, start) for start in here]
+                elif alone:
+                    starts[t] += [(start[0], i, start) for start in alone]
             elif read:
                 unknown[t].append((i, read))
             if prefix:
