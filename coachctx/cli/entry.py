@@ -74,6 +74,10 @@ def error_text(e: CoachctxError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
+    if sys.stdout is None:  # started with standard output closed (`coachctx ... >&-`): nowhere to answer
+        if sys.stderr is not None:
+            print("coachctx: standard output is closed; nothing could be written", file=sys.stderr)
+        return EXIT_USAGE
     try:
         _check_arguments(args)
         code = COMMANDS[args.command](args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from typing import Any, Final
 
 from coachctx.cli.common import STORE_HELP, print_json, store_url
@@ -24,7 +25,7 @@ def register(sub: Any) -> None:
     p.add_argument("--athletes-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
     p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="decide in N worker processes on this machine (default 1)")
+                   help="decide in N worker processes on this machine (default 1; at most its cores)")
     p.add_argument("--engine", default="local", choices=("local", "dask"),
                    help="dask: decide a partitioned JSONL or Parquet log (a file, directory or glob) on a Dask "
                         "cluster; needs pip install 'coachctx[dask]'")
@@ -42,6 +43,10 @@ def cmd_impact(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise InputError(f"--jobs must be 1 or more, got {args.jobs}")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if args.jobs > cores:  # each worker holds both compiled policies: more than the cores only costs memory
+        raise InputError(f"--jobs {args.jobs} is more than the {cores} core(s) this process may use; "
+                         f"at most --jobs {cores} (or --engine dask for a cluster)")
     if args.scheduler is not None and args.engine != "dask":
         raise InputError("--scheduler is for --engine dask")
     if args.engine == "dask" and args.jobs != 1:

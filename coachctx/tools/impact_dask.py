@@ -24,6 +24,7 @@ from coachctx.engine.availability import CostMode
 from coachctx.engine.policy import Policy
 from coachctx.engine.services import Upstream
 from coachctx.errors import InputError
+from coachctx.reading import printable
 from coachctx.tools.impact import DEFAULT_ATHLETE, ImpactJob, decide_chunk
 from coachctx.tools.impact_report import ImpactReport, Totals
 from coachctx.tools.questions import Question, _jsonl_records, _question
@@ -149,8 +150,11 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
                 raise InputError("--scheduler needs dask.distributed: pip install 'coachctx[dask]'") from e
             try:
                 client = Client(scheduler, timeout="10s")
+            except ValueError as e:  # "bogus", "tcp://", "tcp://host:notaport": no address at all
+                raise InputError(f"--scheduler {printable(scheduler)[:100]!r} is not a Dask scheduler address such as "
+                                 f"tcp://10.0.0.5:8786 ({e})") from e
             except (OSError, TimeoutError) as e:
-                raise InputError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from e
+                raise InputError(f"cannot reach the Dask scheduler at {printable(scheduler)[:100]}: {e}") from e
             shipped = client.scatter(job, broadcast=True)
             tasks = [decide(shipped, part, changed_only) for part in parts]
             results: Sequence[PartResult] = client.gather(client.compute(tasks))

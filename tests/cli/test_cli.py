@@ -390,3 +390,11 @@ class TestClosedPipe:
         stderr = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 0
         assert "Traceback" not in stderr and "Broken pipe" not in stderr
+
+
+def test_standard_output_closed_is_one_line_not_a_traceback() -> None:
+    """`coachctx explain ... >&-`: Python starts with no sys.stdout; the answer has nowhere to go."""
+    proc = subprocess.run([*_console_script(), "explain", PAIN, "--athlete", "maya"], stdout=None, stderr=subprocess.PIPE,
+                          text=True, cwd=ROOT, timeout=120, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2
+    assert proc.stderr == "coachctx: standard output is closed; nothing could be written\n"

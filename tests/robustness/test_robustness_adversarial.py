@@ -197,11 +197,22 @@ class TestStore:
                                                  r"convert string to float: 'abc'$"),
         ("sqlite:///{tmp}/\udcff.sqlite", r"^store URL '.*\\\\udcff\.sqlite' holds the character U\+DCFF"),
         ("sqlite:///{tmp}/a\nb.sqlite", r"^store URL '.*a\\\\nb\.sqlite' holds the character U\+000A"),
-    ], ids=["bad-query-argument", "lone-surrogate", "newline"])
+        ("sqlite://", r"^store sqlite:// is an in-memory SQLite database, which forgets everything"),
+        ("sqlite:///:memory:", r"^store sqlite:///%3Amemory%3A is an in-memory SQLite database"),
+        ("sqlite:///{tmp}/x.sqlite?mode=ro", r"^store sqlite:///.*x\.sqlite\?mode=ro: the SQLite URL argument\(s\) "
+                                            r"mode are not taken here; a store URL takes only timeout"),
+        ("sqlite:///{tmp}/x.sqlite?uri=true&mode=memory", r"argument\(s\) mode, uri are not taken here"),
+    ], ids=["bad-query-argument", "lone-surrogate", "newline", "in-memory", "in-memory-file-name", "read-only-mode",
+            "uri-memory"])
     def test_a_store_url_that_is_not_usable_is_a_store_error(self, tmp_path: Path, url: str, message: str) -> None:
         (tmp_path / "x.sqlite").touch()
         with pytest.raises(StoreError, match=message):
             PolicyStore(url.format(tmp=tmp_path))
+
+    def test_an_in_memory_store_is_refused_before_a_save_says_saved(self, cli: Callable[..., Result]) -> None:
+        r = cli("policy", "save", POLICY, "-m", "x", "--store", "sqlite://")
+        assert r.code == 2 and "saved" not in r.out
+        assert "in-memory SQLite database" in r.one_line_error()
 
     def test_from_the_environment_too(self, cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch,
                                       tmp_path: Path) -> None:

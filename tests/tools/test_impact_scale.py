@@ -125,6 +125,11 @@ class TestCommand:
         (["--engine", "dask", "--jobs", "2"], r"^coachctx: --jobs is for the local engine"),
         (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:1"],
          r"^coachctx: cannot reach the Dask scheduler at tcp://127\.0\.0\.1:1: "),
+        (["--jobs", "100000"], r"^coachctx: --jobs 100000 is more than the \d+ core\(s\) this process may use; "
+                               r"at most --jobs \d+"),
+        *[(["--engine", "dask", "--scheduler", address],
+           rf"^coachctx: --scheduler '{re.escape(address)}' is not a Dask scheduler address such as tcp://")
+          for address in ("bogus", "tcp://", "tcp://host:notaport", "inproc://x")],
     ])
     @pytest.mark.timeout(60)
     def test_bad_options_exit_2_with_one_line(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

@@ -53,8 +53,9 @@ class Database:
             raise StoreError(f"store URL {self.url!r} is not a database URL ({e})") from e
         self.display_url = parsed.render_as_string(hide_password=True)
         self._sqlite = parsed.get_backend_name() == "sqlite"
-        if self._sqlite and parsed.database not in (None, "", ":memory:"):
-            _check_sqlite_file(Path(parsed.database).expanduser(), create=create)
+        if self._sqlite:
+            _check_sqlite_url(parsed, self.display_url)
+            _check_sqlite_file(Path(parsed.database or "").expanduser(), create=create)
         try:
             self.engine: Engine = sa.create_engine(parsed)
         except (SQLAlchemyError, ImportError, ValueError, TypeError) as e:
@@ -81,6 +82,23 @@ class Database:
         except SQLAlchemyError as e:
             cause = getattr(e, "orig", None) or e
             raise StoreError(f"store {self.display_url}: cannot {doing}: {cause}") from e
+
+
+SQLITE_QUERY: Final = frozenset({"timeout"})
+"""The SQLite URL arguments a store takes: the wait for a lock, in seconds."""
+
+
+def _check_sqlite_url(url: sa.engine.URL, shown: str) -> None:
+    """A SQLite store is a file, named plainly: an in-memory database would forget every saved
+    version when the command ends while reporting it saved, and URI arguments (`mode=ro`,
+    `mode=memory`) would be ignored or would change what the path names."""
+    if url.database in (None, "", ":memory:"):
+        raise StoreError(f"store {shown} is an in-memory SQLite database, which forgets everything when the "
+                         f"command ends; name a file: sqlite:///PATH ({ACCEPTED_STORES})")
+    unknown = sorted(set(url.query) - SQLITE_QUERY)
+    if unknown:
+        raise StoreError(f"store {shown}: the SQLite URL argument(s) {', '.join(unknown)} are not taken here; "
+                         f"a store URL takes only {', '.join(sorted(SQLITE_QUERY))} (sqlite:///PATH?timeout=30)")
 
 
 def _check_sqlite_file(path: Path, *, create: bool = True) -> None:
