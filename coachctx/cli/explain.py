@@ -100,7 +100,9 @@ def render_text(d: Decision, *, with_prompt: bool = False) -> str:
                  f"costs {t.cost_mode}")
     lines.append(f"coverage   {d.coverage:g}    confidence {d.confidence:g}    policy {d.policy.digest}")
     if with_prompt:
-        lines += ["", *[f"[{m.role}]\n{m.content}" for m in d.prompt.messages]]
+        # the prompt holds the athlete's words: each line escaped, so no escape sequence or
+        # direction override in a question reaches the terminal as a command
+        lines += ["", *[f"[{m.role}]\n" + "\n".join(map(printable, m.content.split("\n"))) for m in d.prompt.messages]]
     return "\n".join(lines)
 
 
@@ -142,11 +144,11 @@ def render_difference(diff: dict[str, Any]) -> str:
     before, after = diff["recorded"], diff["now"]
     if isinstance(before, str) and isinstance(after, str):
         if "\n" in before + after:
-            return "\n".join([f"  {diff['field']}: differs", *_changed_lines(before, after)])
+            return "\n".join([f"  {diff['field']}: differs", *map(printable, _changed_lines(before, after))])
         at = _first_difference(before, after)
         before, after = _around(before, at), _around(after, at)
-    return (f"  {diff['field']}: recorded {json_text(before, indent=None)} -> "
-            f"now {json_text(after, indent=None)}")
+    return printable(f"  {diff['field']}: recorded {json_text(before, indent=None)} -> "
+                     f"now {json_text(after, indent=None)}")
 
 
 DIFF_CONTEXT = 60

@@ -93,6 +93,21 @@ class TestAnyText:
         assert "[user]" in r.out and "knee pain \\udc80" in r.out
 
     @TIMEOUT
+    def test_escape_sequences_and_direction_overrides_in_a_question_reach_the_terminal_escaped(
+            self, cli: Run, tmp_path: Path) -> None:
+        question = "knee pain \x1b[2J\x1b]0;PWNED\x07 run \u202e"
+        r = cli("explain", question, "--athlete", "maya", "--prompt", "--trace-out", str(tmp_path / "t.json"))
+        assert (r.code, r.err) == (0, "")
+        assert "\x1b" not in r.out and "\u202e" not in r.out and "\x07" not in r.out
+        assert "knee pain \\x1b[2J\\x1b]0;PWNED\\x07 run \\u202e" in r.out.split("[user]")[1]
+        doc = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
+        doc["decision"]["question"] = "knee pain"  # the recorded decision differs in its question
+        (tmp_path / "t.json").write_text(json.dumps(doc), encoding="utf-8")
+        again = cli("replay", str(tmp_path / "t.json"))
+        assert again.code == 0 and "difference(s)" in again.out
+        assert "\x1b" not in again.out and "\u202e" not in again.out
+
+    @TIMEOUT
     def test_an_error_naming_the_bad_input_is_one_line(self, cli: Run) -> None:
         r = cli("explain", UNSURE, "--athlete", f"maya{LONE}")
         assert r.one_line_error() == "coachctx: argument 'maya\\udc80' is not valid UTF-8 text"
