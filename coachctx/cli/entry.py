@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from coachctx.cli import explain, impact, labels, policy, suggest
 from coachctx.cli.common import shown
@@ -52,6 +52,15 @@ def _tolerate_unencodable_output() -> None:
             reconfigure(errors="backslashreplace")
 
 
+NAMED_BY_OPTION: Final = {
+    "store": "store (a SQLite file or a database URL)", "trace_out": "file to write the trace to",
+    "out": "file to write", "athletes_dir": "directory", "scheduler": "Dask scheduler (tcp://host:8786)",
+    "policy": "policy file", "base": "policy file, version or label", "candidate": "policy file, version or label",
+    "policy_version": "version or label",
+}
+"""Options whose value names something: given empty, they are refused rather than read as absent."""
+
+
 def _check_arguments(args: argparse.Namespace) -> None:
     """Arguments are text: bytes that are not UTF-8 reach Python as lone surrogates. A question
     may hold them (a user's message is decided as typed, and written back escaped); a name, a path
@@ -59,6 +68,10 @@ def _check_arguments(args: argparse.Namespace) -> None:
     for key, value in vars(args).items():
         if key != "question" and isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
             raise InputError(f"argument {shown(value)} is not valid UTF-8 text")
+        if key in NAMED_BY_OPTION and isinstance(value, str) and not value.strip():
+            # an unset variable in a script (`--store "$STORE"`): not "no option", which would fall back
+            # to the default store or write no trace and still exit 0
+            raise InputError(f"argument --{key.replace('_', '-')} is empty; name a {NAMED_BY_OPTION[key]}")
 
 
 def error_text(e: CoachctxError) -> str:

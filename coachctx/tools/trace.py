@@ -144,6 +144,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     except OSError as e:  # name the file the user asked for, not the temporary one
         raise InputError(f"cannot write {p}: {e.strerror or e}") from e
     try:
+        os.fchmod(fd, _mode_for(p))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -156,6 +157,28 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(p: Path) -> int:
+    """The permissions the written file gets: those of the file it replaces, else what a new file
+    gets under the process's umask (a temporary file is created private, 0600, and would pass
+    that on to a trace a colleague is meant to read)."""
+    try:
+        return stat.S_IMODE(p.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask would change it for every thread
+    for a moment): Linux reports it in /proc/self/status; elsewhere the usual 022."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
 
 
 @dataclass(frozen=True)

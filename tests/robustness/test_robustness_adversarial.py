@@ -214,6 +214,15 @@ class TestStore:
         assert r.code == 2 and "saved" not in r.out
         assert "in-memory SQLite database" in r.one_line_error()
 
+    @pytest.mark.parametrize("args", [("policy", "history", "--store", ""), ("policy", "history", "--store", " "),
+                                      ("explain", "run", "--athlete", "maya", "--trace-out", "")],
+                             ids=["store", "store-blank", "trace-out"])
+    def test_an_empty_path_option_is_refused_not_read_as_absent(self, cli: Callable[..., Result],
+                                                               args: tuple[str, ...]) -> None:
+        r = cli(*args)
+        assert r.code == 2 and r.out == ""
+        assert r.one_line_error().startswith(f"coachctx: argument {args[-2]} is empty; name a ")
+
     def test_from_the_environment_too(self, cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch,
                                       tmp_path: Path) -> None:
         monkeypatch.setenv("COACHCTX_STORE", f"sqlite:///{tmp_path}/\udcff.sqlite")

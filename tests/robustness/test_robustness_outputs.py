@@ -224,6 +224,21 @@ class TestTraceOut:
         assert leftovers(tmp_path, "t.json") == []
 
     @TIMEOUT
+    def test_a_replaced_file_keeps_its_permissions_and_a_new_one_follows_the_umask(self, cli: Run,
+                                                                                  tmp_path: Path) -> None:
+        target = tmp_path / "t.json"
+        target.write_text("old", encoding="utf-8")
+        target.chmod(0o640)
+        assert explain_to(cli, target).code == 0
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640  # not the temporary file's private 0600
+        umask = os.umask(0o027)
+        try:
+            assert explain_to(cli, tmp_path / "new.json").code == 0
+        finally:
+            os.umask(umask)
+        assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o640
+
+    @TIMEOUT
     @pytest.mark.parametrize("dangling", [False, True], ids=["to_a_file", "dangling"])
     def test_a_symlink_is_refused_and_neither_it_nor_its_target_changes(self, cli: Run, tmp_path: Path,
                                                                          dangling: bool) -> None:

@@ -81,7 +81,15 @@ class Database:
             yield
         except SQLAlchemyError as e:
             cause = getattr(e, "orig", None) or e
-            raise StoreError(f"store {self.display_url}: cannot {doing}: {cause}") from e
+            raise StoreError(f"store {self.display_url}: cannot {doing}: {cause}{locked_hint(cause)}") from e
+
+
+def locked_hint(cause: object) -> str:
+    """What to do about SQLite's "database is locked": another process held the store for longer
+    than the wait for a lock."""
+    if "locked" not in str(cause):
+        return ""
+    return "; another process held this store for more than 10 s: try again when it has finished"
 
 
 SQLITE_QUERY: Final = frozenset({"timeout"})
@@ -98,7 +106,7 @@ def _check_sqlite_url(url: sa.engine.URL, shown: str) -> None:
     unknown = sorted(set(url.query) - SQLITE_QUERY)
     if unknown:
         raise StoreError(f"store {shown}: the SQLite URL argument(s) {', '.join(unknown)} are not taken here; "
-                         f"a store URL takes only {', '.join(sorted(SQLITE_QUERY))} (sqlite:///PATH?timeout=30)")
+                         f"a store URL takes only {', '.join(sorted(SQLITE_QUERY))}")
 
 
 def _check_sqlite_file(path: Path, *, create: bool = True) -> None:
