@@ -94,7 +94,7 @@ class TestUploads:
         bundle = fetch_bundle(FixtureUpstream(), "tom")
         trace = make_trace(select("Is the air ok for a run?", bundle, load_policy()), bundle, cost_mode="hand",
                            budget=None)
-        trace["inputs"]["athlete"] = "zoe"
+        trace["inputs"]["athlete"] = trace["bundle"]["athlete"] = "zoe"  # a production athlete, not a sample one
         at = started("Reproduce a trace")
         at.file_uploader(key="trace_upload").set_value(("t.json", json.dumps(trace).encode(), "application/json"))
         at.run()

@@ -158,7 +158,12 @@ class TestJson:
         (lambda t: {**t, "inputs": {**t["inputs"], "athlete": "maya\x1b[2J"}},
          "inputs.athlete: holds the control character U+001B"),
         (lambda t: {**t, "bundle": json.loads("[" * 3000 + "]" * 3000)}, "nested deeper than 64 levels"),
-    ], ids=["surrogate-question", "budget-true", "budget-huge", "escape-in-athlete", "deep-bundle"])
+        (lambda t: {**t, "inputs": {**t["inputs"], "athlete": "../../etc"}},
+         "inputs.athlete: '../../etc' is not an athlete id (lower-case letters, digits, '-' and '_'; never a path)"),
+        (lambda t: {**t, "inputs": {**t["inputs"], "athlete": "omar"}},
+         "inputs.athlete is 'omar' but the bundle was fetched for 'maya': the trace was edited"),
+    ], ids=["surrogate-question", "budget-true", "budget-huge", "escape-in-athlete", "deep-bundle", "path-as-athlete",
+            "another-athlete"])
     def test_a_hostile_trace_exits_2(self, refused: Callable[..., str], tmp_path: Path,
                                      pain_trace: dict[str, Any], change: Callable[[dict[str, Any]], Any],
                                      message: str) -> None:
