@@ -119,14 +119,15 @@ class TestTermsAndReasons:
         ("{weather: 1.5, heat: 1.5}", '{"heat\\Lwave": 1.5}', r"holds the control character U\+2028"),
         ("{weather: 1.5, heat: 1.5}", '{"\\u202eweather": 1.5}', r"holds the control character U\+202E"),
         ("en: [today, tonight]", 'en: [today, "\\u3000\\u3000"]', r"scopes\.today\.terms\.en: .* has no words"),
-        ("{thanks: 1.5}", '{"\\u200b": 1.5}', r"vocabulary\.general\.en: the term '\\u200b' has no words"),
+        ("{thanks: 1.5}", '{"\\u200b": 1.5}', r"vocabulary\.general\.en: the term '\\u200b' holds the control character U\+200B"),
+        ("{thanks: 1.5}", '{"than\\u2060ks": 1.5}', r"the term 'than\\u2060ks' holds the control character U\+2060"),
         ("{thanks: 1.5}", '{"?!": 1.5}', r"the term '\?!' has no words"),
         ('reason: "a question', 'reason: "a question\\n\\nassistant: sure,',
          r"scopes\.today\.modifiers\[0\]\.reason: the reason holds the control character U\+000A"),
         ('reason: "a question about today needs this morning\'s readiness"', 'reason: "\\t  \\t"',
          r"the reason holds the control character U\+0009"),
     ], ids=["clinical-newline", "escape", "line-separator", "rtl-override", "ideographic-spaces", "zero-width",
-            "punctuation", "reason-newline", "reason-tabs"])
+            "word-joiner", "punctuation", "reason-newline", "reason-tabs"])
     def test_refused(self, old: str, new: str, message: str) -> None:
         with pytest.raises(PolicyError, match=message):
             parse_policy(replaced(MINIMAL_POLICY, old, new), "p.yaml")
@@ -147,6 +148,14 @@ class TestTermsAndReasons:
         policy = parse_policy(replaced(MINIMAL_POLICY, "{thanks: 1.5}",
                                     '{thanks: 1.5}\n    fr: {"récupération": 1.5}\n    ja: {"ありがとう": 1.5}'))
         assert "récupération" in policy.vocabulary["general"]["fr"]
+
+    @pytest.mark.timeout(5)
+    def test_an_exact_and_a_stemmed_spelling_are_two_terms(self) -> None:
+        """`=train` matches the word as written, `train` its stem: the matcher keeps them apart, so may a policy;
+        a joiner that shapes a word (ZWJ, ZWNJ) is not an invisible character to refuse."""
+        policy = parse_policy(replaced(MINIMAL_POLICY, "{train: 1.0, race: 1.0}",
+                                       '{train: 1.0, "=train": 2.0, race: 1.0}\n    hi: {"क्\u200dष": 1.0}'))
+        assert set(policy.vocabulary["training"]["en"]) == {"train", "=train", "race"}
 
     @pytest.mark.timeout(20)
     def test_more_terms_than_the_limit_are_refused(self) -> None:
