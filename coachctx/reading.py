@@ -32,8 +32,11 @@ _READ_CHUNK: Final = 1 << 20
 
 # Characters that must never reach a table, a prompt or a log line from data: C0/C1 controls
 # (newlines, ESC, BEL, DEL), Unicode line and paragraph separators, bidi embeddings/overrides/
-# isolates (they reorder what a reader sees), and lone surrogates (not text: UTF-8 cannot hold them).
-CONTROL_CHARACTERS: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# isolates (they reorder what a reader sees), zero-width characters that join nothing (U+200B, U+2060,
+# U+FEFF, U+180E: "str\u200bength" looks like "strength" and is not; ZWJ and ZWNJ shape Indic, Arabic
+# and emoji text, so they stay), and lone surrogates (not text: UTF-8 cannot hold them).
+CONTROL_CHARACTERS: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u180e\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff\ud800-\udfff]")
 
 
 class ReadError(InputError):

@@ -11,6 +11,7 @@ and the offending value, with a "did you mean" for near-miss names. The canonica
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -34,7 +35,7 @@ from coachctx.engine.policy_loading import (
     describe_error,
     parse_yaml,
 )
-from coachctx.engine.text import fold_accents
+from coachctx.engine.text import fold_accents, normalise
 from coachctx.errors import PolicyError
 from coachctx.reading import ReadError, control_character, decode_utf8, file_path, read_text
 
@@ -244,6 +245,8 @@ class Policy(_Strict):
         if not self.tiers:
             raise ValueError("tiers: at least one tier is needed")
         work = 0
+        spelled: dict[tuple[str, str, str], str] = {}
+        """(where, language, the term as the matcher reads it) -> the first spelling of it."""
         for count, (where, language, term) in enumerate(((w, lang, t) for w, by_language in self.term_lists()
                                                          for lang, terms in by_language.items() for t in terms), 1):
             exact = term.startswith(EXACT_MARK)
@@ -254,6 +257,9 @@ class Policy(_Strict):
                                  "a term is plain text on one line")
             if not _has_words(term.removeprefix(EXACT_MARK)):
                 raise ValueError(f"{where}.{language}: the term {term!r} has no words")
+            first = spelled.setdefault((where, language, normalise(term)), term)
+            if first is not term:
+                raise ValueError(f"{where}.{language}: {_same_term(first, term)}")
             if exact and LANGUAGES[language] in ("substring", "prefix"):
                 raise ValueError(f"{where}.{language}: {term!r}: exact terms ({EXACT_MARK}word) are for spaced "
                                  f"scripts; {language} terms already match as written")
@@ -301,6 +307,17 @@ class Policy(_Strict):
         if found is _MISSING:
             found = cache[key] = build(self)
         return found  # type: ignore[no-any-return]
+
+
+def _same_term(first: str, second: str) -> str:
+    """Why two spellings of a list or table are refused: the matcher folds case and Unicode forms
+    (`text.normalise`), so "STRENGTH" and "strength" would be one term with two weights."""
+    if first == second:
+        return f"lists the term {first!r} twice"
+    shown = ascii if unicodedata.normalize("NFC", first) == unicodedata.normalize("NFC", second) else repr
+    # "café" twice looks the same twice: then the code points say which is which
+    return (f"the terms {shown(first)} and {shown(second)} are one term to the matcher (it ignores case and Unicode "
+            "forms); keep one, with the weight it should have")
 
 
 def _has_words(text: str) -> bool:

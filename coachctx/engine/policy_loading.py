@@ -9,6 +9,8 @@ error into the path inside the document and a message with a "did you mean".
 from __future__ import annotations
 
 import difflib
+import math
+import re
 import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,14 +73,30 @@ class YamlLimits:
 POLICY_YAML: Final = YamlLimits()
 
 
+_YAML11_NUMBER_QUIRK: Final = re.compile(r"[-+]?(0[0-9_]|0[xXoObB])|.*[_:]")
+"""What YAML 1.1 reads as a number and YAML 1.2 (and a reader) does not, or not as the same
+value: a leading zero (`050` is octal 40), `0x`/`0b`, underscores (`1_000`) and base 60 (`1:30` is 90)."""
+
+
 def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     """Python refuses to turn more than 4,300 digits into an int, with a ValueError no YAML
-    handler expects; no number in a policy or a question set needs more than `MAX_YAML_INT_DIGITS`."""
+    handler expects; no number in a policy or a question set needs more than `MAX_YAML_INT_DIGITS`.
+    A YAML 1.1 quirk stays the text it was written as: where a number belongs, validation refuses
+    it by its path and `describe_error` says how to write it; where text belongs, it is that text."""
+    if _YAML11_NUMBER_QUIRK.match(str(node.value)):
+        return loader.construct_scalar(node)
     digits = sum(ch.isdigit() for ch in str(node.value))
     if digits > MAX_YAML_INT_DIGITS:
         raise yaml.constructor.ConstructorError(
             None, None, f"a number of {digits} digits; the limit is {MAX_YAML_INT_DIGITS}", node.start_mark)
     return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+def _plain_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A float without YAML 1.1's underscores or base 60 (`1:30.5`); those stay text, as in `_bounded_int`."""
+    if "_" in str(node.value) or ":" in str(node.value):
+        return loader.construct_scalar(node)
+    return yaml.SafeLoader.construct_yaml_float(loader, node)
 
 
 class _GuardedLoader(_NoDuplicateKeys, yaml.SafeLoader):
@@ -193,7 +211,7 @@ def _checked(tag: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, A
 
 for _loader in (_GuardedLoader, _FastLoader):
     _loader.add_constructor("tag:yaml.org,2002:int", _checked("int", _bounded_int))
-    for _name, _construct in (("float", yaml.SafeLoader.construct_yaml_float),
+    for _name, _construct in (("float", _plain_float),
                               ("bool", yaml.SafeLoader.construct_yaml_bool),
                               ("timestamp", yaml.SafeLoader.construct_yaml_timestamp)):
         _loader.add_constructor(f"tag:yaml.org,2002:{_name}", _checked(_name, _construct))
@@ -313,8 +331,39 @@ def describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     elif isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
         message += " (YAML reads an unquoted yes/no/on/off/true/false as a boolean, not a number)"
     elif isinstance(err.get("input"), str) and err["type"] in ("int_type", "float_type"):
-        message += " (a number is written without quotes)"
+        message += f" ({_how_to_write_number(err['input'])})"
     return path, message
+
+
+_RESOLVER: Final = yaml.resolver.Resolver()
+
+
+def _how_to_write_number(text: str) -> str:
+    """Why a number arrived as text: one of YAML 1.1's number quirks, or quotes."""
+    plain = text.strip()
+    digits = plain.lstrip("+-")
+    sign = plain[: len(plain) - len(digits)].replace("+", "")
+    try:
+        if ":" in digits:
+            value: float = 0
+            for part in digits.split(":"):
+                value = value * 60 + (float(part) if "." in part else int(part))
+            return f"YAML 1.1 reads {plain} as a base-60 number ({sign}{value:g}): write the number itself"
+        if digits[:2].lower() in ("0x", "0o", "0b"):
+            return f"write {sign}{int(digits.replace('_', ''), 0)}, not {plain}: a number is written in decimal"
+        if "_" in digits:
+            return f"write {sign}{digits.replace('_', '')}, not {plain}: YAML 1.1 reads underscores in a number"
+        if len(digits) > 1 and digits[0] == "0" and digits.isdigit():
+            return f"write {sign}{int(digits)}, not {plain}: YAML 1.1 reads a leading zero as octal"
+        value = float(plain)
+        if math.isfinite(value) and _RESOLVER.resolve(yaml.ScalarNode, plain, (True, False)).endswith(":str"):
+            # `1e3`: YAML 1.1 wants a dot and a signed exponent; without quotes it is still text
+            exponent = f"{value:.1e}".replace("e+0", "e+").replace("e-0", "e-")
+            decimal = f"{int(value)} or " if value.is_integer() and abs(value) < 1e15 else ""
+            return f"YAML 1.1 reads {plain} as text, not a number: write {decimal}{exponent}"
+    except ValueError:
+        pass
+    return "a number is written without quotes"
 
 
 def _describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
