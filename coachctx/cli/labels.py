@@ -101,6 +101,7 @@ def _listed(value: Any) -> Any:
 
 
 def _time(value: Any) -> datetime | None:
+    """An ISO time; one without an offset is UTC (`check_question_label` converts the rest)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -110,7 +111,8 @@ def _time(value: Any) -> datetime | None:
             parsed = None
         if parsed is not None:
             return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-    raise ValueError(f"at: {printable(repr(value))[:60]} is not an ISO time such as 2026-12-04T14:30:00+00:00")
+    raise ValueError(f"at: {printable(repr(value))[:60]} is not an ISO time such as 2026-12-04T14:30:00+00:00 "
+                     "(without an offset it is taken as UTC)")
 
 
 def cmd_labels(args: argparse.Namespace) -> int:

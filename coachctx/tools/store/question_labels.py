@@ -46,7 +46,8 @@ class QuestionLabel:
     lang: str | None = None
     origin: Literal["coach", "model"] = "coach"
     created_at: datetime | None = None
-    """Set by the store when the label is added without one."""
+    """Set by the store when the label is added without one. Stored in UTC: an aware time is
+    converted (10:00+05:00 is 05:00Z), a naive one is taken to be UTC already."""
     policy_digest: str | None = None
     """The policy that decided the question when it was labelled."""
     route_source: str | None = None
@@ -119,7 +120,9 @@ class QuestionLabelStore(Database):
 def check_question_label(label: QuestionLabel) -> QuestionLabel:
     """The label with its text trimmed, or `StoreError` naming the field at fault: a question that
     is empty, too long or holds a control character, an unknown intent or fragment, an author
-    that is not one line, an unknown scope, language, origin or route source."""
+    that is not one line, an unknown scope, language, origin or route source, or a time that is
+    not a datetime or has no UTC equivalent. An aware time is converted to UTC (the store keeps
+    no offset); a naive time is taken to be UTC."""
     question = check_text("question", label.question, MAX_QUESTION_CHARS, "label the question the athlete asked")
     intents = _names(label.intents, INTENTS, "intents", "intent")
     if not intents:
@@ -131,7 +134,7 @@ def check_question_label(label: QuestionLabel) -> QuestionLabel:
         athlete=_optional(label.athlete, "athlete", ATHLETE_PATTERN), needs=needs, scope=scope,
         lang=_optional(label.lang, "lang", list(LANGUAGES)),
         origin=_optional(label.origin, "origin", ORIGINS) or "coach",  # type: ignore[arg-type]
-        created_at=label.created_at, policy_digest=_optional(label.policy_digest, "policy_digest", DIGEST_PATTERN),
+        created_at=_utc_time(label.created_at), policy_digest=_optional(label.policy_digest, "policy_digest", DIGEST_PATTERN),
         route_source=_optional(label.route_source, "route_source", ROUTE_SOURCES),
         routed=_optional(label.routed, "routed", INTENTS), id=label.id)
 
@@ -156,6 +159,19 @@ def _optional(value: Any, what: str, allowed: Sequence[str] | re.Pattern[str]) -
         use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else ""
         raise StoreError(f"{what}: {shown} is not valid{use}")
     return str(value)
+
+
+def _utc_time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise StoreError(f"at: expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=UTC)  # naive: UTC, as everything the store keeps and exports
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as e:  # 9999-12-31T23:59:59-23:59 is past the last datetime in UTC
+        raise StoreError(f"at: {value.isoformat()} is outside the years 1 to 9999 once converted to UTC") from e
 
 
 def _label_row(label: QuestionLabel, now: datetime) -> dict[str, Any]:
