@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, Protocol
 
 from coachctx.engine.fragments import SERVICES, ServiceName
 from coachctx.errors import InputError
-from coachctx.reading import parse_json, printable, read_bytes
+from coachctx.reading import parse_json, printable, read_bytes, shown
 
 SAMPLE_ATHLETES_DIR: Final = Path(__file__).resolve().parents[2] / "sample_athletes"
 MAX_FIXTURE_BYTES: Final = 2 * 1024 * 1024
@@ -212,11 +212,10 @@ class FixtureUpstream:
         """InputError unless `athlete` is the id of a sample athlete; the message lists them."""
         if not self.has(athlete):
             known = ", ".join(self.athletes()) or f"none (no fixtures in {self.root})"
-            shown = printable(athlete if isinstance(athlete, str) else str(athlete))
-            shown = repr(shown if len(shown) <= 64 else shown[:61] + "...")
+            quoted = shown(athlete if isinstance(athlete, str) else str(athlete))
             if isinstance(athlete, str) and ATHLETE_ID.match(athlete):
-                raise InputError(f"unknown athlete {shown}; sample athletes are: {known}")
-            raise InputError(f"athlete {shown} is not an athlete id (lower-case letters, digits, '-' and '_'; "
+                raise InputError(f"unknown athlete {quoted}; sample athletes are: {known}")
+            raise InputError(f"athlete {quoted} is not an athlete id (lower-case letters, digits, '-' and '_'; "
                              f"never a path); sample athletes are: {known}")
         if not isinstance(self._read(athlete), Mapping):  # a broken fixture is refused here, naming the file
             raise InputError(f"{self.root / athlete}.json: expected an object")

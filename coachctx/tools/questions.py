@@ -21,7 +21,7 @@ from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.engine.policy import INTENTS
 from coachctx.engine.policy_loading import YamlLimits, parse_yaml
 from coachctx.errors import InputError, PolicyError
-from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text
+from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text, shown
 
 MAX_QUESTIONS: Final = 1_000_000
 
@@ -213,9 +213,9 @@ def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any
     columns = [c.strip().casefold() for c in header]
     if "question" not in columns and "q" not in columns:
         # the header is data: a quoted newline or 100 kB in it must not make the error span lines
-        shown = printable(", ".join(header)) or "nothing"
+        names = printable(", ".join(header)) or "nothing"
         raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
-                         f"{shown if len(shown) <= 200 else shown[:197] + '...'}")
+                         f"{names if len(names) <= 200 else names[:197] + '...'}")
     row = 0
     while True:
         lines.next_record()
@@ -235,7 +235,7 @@ def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any
         extra = [c for c in cells[len(columns):] if c.strip()]
         if extra:
             yield row, (f"line {lines.first}: {len(cells)} cells but the header names {len(columns)} columns "
-                        f"(the extra {printable(extra[0])[:40]!r} would be lost)")
+                        f"(the extra {shown(extra[0])} would be lost)")
             continue
         yield row, dict(zip(columns, cells, strict=False))
 
@@ -251,7 +251,7 @@ def _labels(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[str
         raise ValueError(f"{what}: expected a list of names")
     unknown = [v for v in value if v not in known]
     if unknown:
-        raise ValueError(f"{what}: unknown {kind} {unknown[0]!r}")
+        raise ValueError(f"{what}: unknown {kind} {shown(unknown[0])}")
     return tuple(value)
 
 
@@ -275,7 +275,7 @@ def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Que
         raise ValueError(f"the question is {len(q.strip())} characters; the limit is {MAX_QUESTION_CHARS}")
     scope = _text(record, "scope")
     if scope is not None and scope not in SCOPE_REQUESTS:
-        raise ValueError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+        raise ValueError(f"unknown scope {shown(scope)}; use one of: {', '.join(SCOPE_REQUESTS)}")
     intents_value = record.get("intents", record.get("intent"))
     needs_value = record.get("needs")
     if isinstance(needs_value, str) and not needs_value.strip() and intents_value not in (None, ""):

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.engine.policy import INTENTS, LANGUAGES
-from coachctx.reading import printable
+from coachctx.reading import shown
 from coachctx.tools.store import tables
 from coachctx.tools.store.checks import MAX_AUTHOR_CHARS, check_text
 from coachctx.tools.store.database import Database
@@ -141,12 +141,12 @@ def check_question_label(label: QuestionLabel) -> QuestionLabel:
 
 def _names(values: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...]:
     if isinstance(values, str) or not isinstance(values, Sequence) or not all(isinstance(v, str) for v in values):
-        raise StoreError(f"{what}: expected a list of {kind} names, got {printable(repr(values))[:60]}")
+        raise StoreError(f"{what}: expected a list of {kind} names, got {shown(values)}")
     for v in values:
         if v not in known:
             near = difflib.get_close_matches(v, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise StoreError(f"{what}: unknown {kind} {printable(v)[:40]!r}{hint}; use {', '.join(known)}")
+            raise StoreError(f"{what}: unknown {kind} {shown(v)}{hint}; use {', '.join(known)}")
     return tuple(dict.fromkeys(values))  # once each, in the order given
 
 
@@ -155,9 +155,8 @@ def _optional(value: Any, what: str, allowed: Sequence[str] | re.Pattern[str]) -
         return None
     ok = isinstance(value, str) and (allowed.match(value) if isinstance(allowed, re.Pattern) else value in allowed)
     if not ok:
-        shown = printable(repr(value))[:60]
         use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else ""
-        raise StoreError(f"{what}: {shown} is not valid{use}")
+        raise StoreError(f"{what}: {shown(value)} is not valid{use}")
     return str(value)
 
 
