@@ -52,7 +52,7 @@ def policy_from_store(ref: str, store: str | None) -> tuple[Policy, str, str]:
     from coachctx.tools.store import looks_like_file, resolve_policy
 
     if not ref.strip() or looks_like_file(ref):
-        raise InputError(f"--policy-version takes a version number or a label, got {ref!r} "
+        raise InputError(f"--policy-version takes a version number or a label, got {shown(ref)} "
                          "(for a file, use --policy)")
     loaded = resolve_policy(ref, store_url(store))
     return loaded.policy, loaded.source, str(loaded.version)

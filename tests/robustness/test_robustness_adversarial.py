@@ -279,3 +279,13 @@ class TestLongValuesInMessages:
         qs = parse_questions("question,athlete\nknee,maya," + "y" * 100_000 + "\nhip,tom\n", "csv", "log.csv")
         assert qs.skipped == ((1, "line 2: 3 cells but the header names 2 columns (the extra '" + "y" * 80
                                + "…' (100000 characters) would be lost)"),)
+
+    def test_library_and_argument_errors_quote_10_mb_values_short(self, cli: Callable[..., Result],
+                                                                   tmp_path: Path) -> None:
+        from coachctx.engine.pipeline import resolve_budget
+        from coachctx.engine.policy import load_policy
+        with pytest.raises(InputError, match=r"^unknown tier 'x{80}…' \(10000000 characters\); the policy defines"):
+            resolve_budget(load_policy(POLICY), self.BIG, None)
+        (tmp_path / "log.jsonl").write_text('{"question": "knee", "intents": ["injury"]}\n', encoding="utf-8")
+        result = cli("suggest", "log.jsonl", "--max", "9" * 1_000_000)
+        assert result.code == 2 and "9…' (1000000 characters)" in result.err and len(result.err) < 400, result.err[:400]
