@@ -139,6 +139,21 @@ def printable(text: str) -> str:
                                   if not "\ud800" <= m.group() <= "\udfff" else f"\\u{ord(m.group()):04x}", text)
 
 
+MAX_SHOWN_CHARS: Final = 80
+"""How much of a value an error message quotes: a 10 MB cell must not make a 10 MB message."""
+
+
+def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """A value quoted for a message, on one printable line however long or strange it is: text in
+    quotes (`'trainig'`), anything else as its repr (`['en']`); past `limit` characters, the first
+    `limit` and `… (N characters)`."""
+    text = value if isinstance(value, str) else repr(value)
+    head = printable(text[:limit])  # only the prefix: escaping all 10 MB first would cost 10 MB
+    cut = "" if len(text) <= limit else "…"
+    quoted = f"'{head}{cut}'" if isinstance(value, str) else head + cut
+    return quoted if not cut else f"{quoted} ({len(text)} characters)"
+
+
 def control_character(text: str) -> str | None:
     """The first character of `text` that `CONTROL_CHARACTERS` refuses, written as U+XXXX."""
     m = CONTROL_CHARACTERS.search(text)

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from coachctx.engine.policy import DEFAULT_POLICY_PATH, Policy, load_policy
 from coachctx.errors import InputError
-from coachctx.reading import printable
+from coachctx.reading import shown
 from coachctx.tools.trace import json_text
 
 STORE_HELP: Final = ("policy store: any SQLAlchemy URL or a SQLite file path "
@@ -30,12 +30,6 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
 
     parse.__name__ = "whole number"
     return parse
-
-
-def shown(text: str) -> str:
-    """An argument quoted on one printable line, however long or strange it is."""
-    text = printable(text)
-    return f"'{text if len(text) <= 40 else text[:37] + '...'}'"
 
 
 def add_policy_version_args(p: argparse.ArgumentParser) -> None:
@@ -58,7 +52,7 @@ def policy_from_store(ref: str, store: str | None) -> tuple[Policy, str, str]:
     from coachctx.tools.store import looks_like_file, resolve_policy
 
     if not ref.strip() or looks_like_file(ref):
-        raise InputError(f"--policy-version takes a version number or a label, got {ref!r} "
+        raise InputError(f"--policy-version takes a version number or a label, got {shown(ref)} "
                          "(for a file, use --policy)")
     loaded = resolve_policy(ref, store_url(store))
     return loaded.policy, loaded.source, str(loaded.version)

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
 from coachctx.cli import explain, impact, labels, policy, suggest
-from coachctx.cli.common import shown
 from coachctx.errors import CoachctxError, InputError, PolicyError
-from coachctx.reading import printable
+from coachctx.reading import printable, shown
 
 EXIT_USAGE = 2
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 from coachctx.cli.common import STORE_HELP, store_url
 from coachctx.cli.policy import AUTHOR_ENV, _default_author
 from coachctx.errors import InputError
-from coachctx.reading import parse_json, printable, read_text
+from coachctx.reading import parse_json, printable, read_text, shown
 
 MAX_LABELS_BYTES: Final = 64 * 1024 * 1024
 FIELDS: Final = ("question", "q", "intents", "needs", "scope", "lang", "origin", "athlete", "author", "at",
@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
 def _label_id(text: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 2**63:
         raise argparse.ArgumentTypeError(f"a label id is a whole number from 1 (see `coachctx labels list`), "
-                                         f"got {printable(text)[:40]!r}")
+                                         f"got {shown(text)}")
     return int(text)
 
 
@@ -76,7 +76,7 @@ def parse_labels_jsonl(text: str, source: str, *, author: str) -> list[Any]:
         if unknown:
             near = difflib.get_close_matches(str(unknown[0]), FIELDS, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise InputError(f"{where}: unknown field {printable(str(unknown[0]))[:40]!r}{hint}")
+            raise InputError(f"{where}: unknown field {shown(str(unknown[0]))}{hint}")
         try:
             label = QuestionLabel(
                 question=obj.get("question", obj.get("q")), intents=_listed(obj.get("intents")),
@@ -101,6 +101,7 @@ def _listed(value: Any) -> Any:
 
 
 def _time(value: Any) -> datetime | None:
+    """An ISO time; one without an offset is UTC (`check_question_label` converts the rest)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -110,7 +111,8 @@ def _time(value: Any) -> datetime | None:
             parsed = None
         if parsed is not None:
             return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-    raise ValueError(f"at: {printable(repr(value))[:60]} is not an ISO time such as 2026-12-04T14:30:00+00:00")
+    raise ValueError(f"at: {shown(value)} is not an ISO time such as 2026-12-04T14:30:00+00:00 "
+                     "(without an offset it is taken as UTC)")
 
 
 def cmd_labels(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from typing import Any, Final
 from coachctx.cli.common import STORE_HELP, print_json, store_url, whole_number
 from coachctx.engine.policy import read_policy_text
 from coachctx.errors import InputError
-from coachctx.reading import printable
+from coachctx.reading import printable, shown
 
 AUTHOR_ENV: Final = "COACHCTX_AUTHOR"
 
@@ -102,7 +102,7 @@ def _history(args: argparse.Namespace, store: Any) -> int:
     if args.label is not None:
         moves = store.label_log(args.label)
         if not moves:
-            raise InputError(f"label {args.label!r} has never been set; labels: "
+            raise InputError(f"label {shown(args.label)} has never been set; labels: "
                              f"{', '.join(store.labels()) or 'none yet'}")
         for m in moves[: args.limit]:
             v = store.get(m.version)

@@ -6,14 +6,14 @@ import argparse
 from typing import Any, Final
 
 from coachctx.cli.common import add_policy_version_args, policy_for, print_json
-from coachctx.reading import printable
+from coachctx.reading import printable, shown
 
 MAX_SUGGESTIONS: Final = 200
 
 
 def _count(text: str) -> int:
     if not text.isascii() or not text.isdigit() or len(text) > 3 or not 1 <= int(text) <= MAX_SUGGESTIONS:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_SUGGESTIONS}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_SUGGESTIONS}, got {shown(text)}")
     return int(text)
 
 

@@ -46,6 +46,7 @@ from coachctx.engine.services import Bundle
 from coachctx.engine.text import tokenise
 from coachctx.engine.token_count import count_once
 from coachctx.errors import InputError
+from coachctx.reading import shown
 
 MAX_QUESTION_CHARS: Final = 2000
 PLAN_MEMO_LIMIT: Final = 4096
@@ -88,10 +89,10 @@ def _check_types(bundle: object, policy: object, **names: object) -> None:
 def resolve_budget(policy: Policy, tier: str, budget: int | None) -> int:
     if budget is not None:
         if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
-            raise InputError(f"budget must be a whole number from 0 to {MAX_BUDGET}, got {budget!r}")
+            raise InputError(f"budget must be a whole number from 0 to {MAX_BUDGET}, got {shown(budget)}")
         return budget
     if tier not in policy.tiers:
-        raise InputError(f"unknown tier {tier!r}; the policy defines: {', '.join(policy.tiers)}")
+        raise InputError(f"unknown tier {shown(tier)}; the policy defines: {', '.join(policy.tiers)}")
     return policy.tiers[tier]
 
 
@@ -181,9 +182,9 @@ def _checked(question: str, bundle: Bundle, policy: Policy, *, scope: str, tier:
     question = check_question(question)
     _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode)
     if scope not in SCOPE_REQUESTS:
-        raise InputError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+        raise InputError(f"unknown scope {shown(scope)}; use one of: {', '.join(SCOPE_REQUESTS)}")
     if cost_mode not in COST_MODES:
-        raise InputError(f"unknown cost mode {cost_mode!r}; use hand or measured")
+        raise InputError(f"unknown cost mode {shown(cost_mode)}; use hand or measured")
     return question, cast(ScopeRequest, scope), resolve_budget(policy, tier, budget)
 
 

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, Protocol
 
 from coachctx.engine.fragments import SERVICES, ServiceName
 from coachctx.errors import InputError
-from coachctx.reading import parse_json, printable, read_bytes
+from coachctx.reading import parse_json, printable, read_bytes, shown
 
 SAMPLE_ATHLETES_DIR: Final = Path(__file__).resolve().parents[2] / "sample_athletes"
 MAX_FIXTURE_BYTES: Final = 2 * 1024 * 1024
@@ -71,7 +71,7 @@ class ServiceResult:
             raise ValueError(f"services.{service}: expected an object, got {type(snap).__name__}")
         status = snap.get("status")
         if status not in ("ok", "unreachable", "never_computed"):
-            raise ValueError(f"services.{service}.status: {status!r} is not ok/unreachable/never_computed")
+            raise ValueError(f"services.{service}.status: {shown(status)} is not ok/unreachable/never_computed")
         return cls(service=service, status=status, detail=str(snap.get("detail", "")), body=snap.get("body"),
                    latency_ms=snap.get("latency_ms"))
 
@@ -212,11 +212,10 @@ class FixtureUpstream:
         """InputError unless `athlete` is the id of a sample athlete; the message lists them."""
         if not self.has(athlete):
             known = ", ".join(self.athletes()) or f"none (no fixtures in {self.root})"
-            shown = printable(athlete if isinstance(athlete, str) else str(athlete))
-            shown = repr(shown if len(shown) <= 64 else shown[:61] + "...")
+            quoted = shown(athlete if isinstance(athlete, str) else str(athlete))
             if isinstance(athlete, str) and ATHLETE_ID.match(athlete):
-                raise InputError(f"unknown athlete {shown}; sample athletes are: {known}")
-            raise InputError(f"athlete {shown} is not an athlete id (lower-case letters, digits, '-' and '_'; "
+                raise InputError(f"unknown athlete {quoted}; sample athletes are: {known}")
+            raise InputError(f"athlete {quoted} is not an athlete id (lower-case letters, digits, '-' and '_'; "
                              f"never a path); sample athletes are: {known}")
         if not isinstance(self._read(athlete), Mapping):  # a broken fixture is refused here, naming the file
             raise InputError(f"{self.root / athlete}.json: expected an object")
@@ -251,15 +250,15 @@ class FixtureUpstream:
         if fault == "connection_error":
             raise ConnectionError("connection refused")
         if fault is not None:
-            raise RuntimeError(f"simulated fault {str(fault)[:40]!r}")
+            raise RuntimeError(f"simulated fault {shown(str(fault))}")
         latency = entry.get("latency_ms")
         if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float)):
-            raise InputError(f"fixture for {service} ({key}): latency_ms: expected a number, got {latency!r}")
+            raise InputError(f"fixture for {service} ({key}): latency_ms: expected a number, got {shown(latency)}")
         return Response(_whole(entry.get("status", 200), "status", 100, 599), entry.get("body"), latency)
 
 
 def _whole(value: Any, what: str, low: int, high: int) -> int:
     """A fixture's number: JSON `true` is not 1, and a status must be an HTTP status."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InputError(f"fixture {what}: expected a whole number from {low} to {high}, got {value!r}")
+        raise InputError(f"fixture {what}: expected a whole number from {low} to {high}, got {shown(value)}")
     return value

@@ -43,6 +43,7 @@ from coachctx.engine.services import Bundle, ConditionsCache, FixtureUpstream, U
 from coachctx.engine.text import Tokens, tokenise
 from coachctx.engine.token_count import count_once
 from coachctx.errors import InputError
+from coachctx.reading import shown
 from coachctx.tools.impact_report import ImpactReport, Outcome, RowImpact, describe_changes
 from coachctx.tools.questions import Question, QuestionSet
 
@@ -82,7 +83,7 @@ class Bundles:
     def get(self, athlete: str) -> _Athlete:
         if athlete not in self._athletes:
             if isinstance(self.upstream, KnowsAthletes) and not self.upstream.has(athlete):
-                raise InputError(f"unknown athlete {athlete!r}")
+                raise InputError(f"unknown athlete {shown(athlete)}")
             bundle = fetch_bundle(self.upstream, athlete, self.conditions)
             fragment_facts = facts(bundle)
             self._athletes[athlete] = _Athlete(bundle, fragment_facts,
@@ -246,7 +247,7 @@ def decide_chunk(job: ImpactJob, chunk: Sequence[Question]) -> ChunkResult:
         tier = q.tier or DEFAULT_TIER
         no_tier = [name for name, p in (("base", base), ("candidate", candidate)) if tier not in p.tiers]
         if no_tier:
-            skipped.append((q.row, f"unknown tier {tier!r} in {' and '.join(no_tier)}"))
+            skipped.append((q.row, f"unknown tier {shown(tier)} in {' and '.join(no_tier)}"))
             continue
         tokens = memos.get(q.question)
         if tokens is None:

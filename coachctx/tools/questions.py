@@ -2,7 +2,9 @@
 `needs` and `scope`, the horizon the question implies), or a log as JSONL or CSV with a
 `question` (or `q`) column and optional `athlete`, `scope` (the scope the caller asked for),
 `tier`, `intents` and `needs` columns. Rows that cannot be read are skipped with their reason,
-never fatal to a run of 100,000.
+never fatal to a run of 100,000; in CSV that includes a row that is not strict CSV (an unclosed
+quote costs its own row, named by the line it opened on, and reading goes on at the next line)
+and a row with more cells than the header has columns.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.engine.policy import INTENTS
 from coachctx.engine.policy_loading import YamlLimits, parse_yaml
 from coachctx.errors import InputError, PolicyError
-from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text
+from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text, shown
 
 MAX_QUESTIONS: Final = 1_000_000
 
@@ -149,25 +151,93 @@ def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
 
 
 
+class _CsvLines:
+    """The physical lines of a CSV text for `csv.reader`, keeping the lines of the record being read,
+    so that a record that is not valid CSV can be skipped and reading start again on the line after
+    its first: an unclosed quote costs its own row, not every row after it."""
+
+    def __init__(self, text: str) -> None:
+        # newline="": the csv module reads line ends itself, so a file ending lines in \r alone (old
+        # spreadsheets) reads, and a newline inside a quoted cell stays in the cell
+        self._source = iter(io.StringIO(text, newline=""))
+        self._again: list[str] = []  # lines to hand out again, the next one last
+        self.taken: list[str] = []
+        """The lines of the record being read."""
+        self.first = 1
+        """The line the record being read starts on (1-based, the header is line 1)."""
+
+    def __iter__(self) -> _CsvLines:
+        return self
+
+    def __next__(self) -> str:
+        line = self._again.pop() if self._again else next(self._source)
+        self.taken.append(line)
+        return line
+
+    def next_record(self) -> None:
+        self.first += len(self.taken)
+        self.taken = []
+
+    def skip_first_line(self) -> None:
+        """Drop the first line of the record being read and hand out the rest again."""
+        self._again.extend(reversed(self.taken[1:]))
+        self.first += 1
+        self.taken = []
+
+
+def _csv_problem(e: csv.Error, lines: _CsvLines) -> str:
+    last = lines.first + max(len(lines.taken) - 1, 0)
+    text = str(e)
+    if "unexpected end of data" in text:
+        problem = "a quoted cell opened on this line is never closed"
+    elif "expected after" in text:
+        problem = ("text follows the closing quote of a cell" if last == lines.first else
+                   f"a quoted cell opened on this line runs to line {last}, where text follows its closing "
+                   "quote (an unclosed quote?)")
+        problem += '; inside a quoted cell write a quote as ""'
+    elif "field larger than field limit" in text:
+        problem = f"a cell of more than {csv.field_size_limit()} characters (an unclosed quote?)"
+    else:
+        problem = text
+    return f"line {lines.first}: not valid CSV: {problem}"
+
+
 def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
-    # newline="": the csv module reads line ends itself, so a file ending lines in \r alone (old
-    # spreadsheets) reads, and a newline inside a quoted cell stays in the cell
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    # strict: a quote that does not end a cell is an error, not silently kept (`"a"b` read as `ab`)
+    lines = _CsvLines(text)
+    reader = csv.reader(lines, strict=True)
     try:
-        header = reader.fieldnames or []
-    except csv.Error as e:  # a header cell past the csv module's field limit
+        header = next(reader, [])
+    except csv.Error as e:  # a header cell past the csv module's field limit, an unclosed quote
         raise InputError(f"{source}: not valid CSV in the header ({e})") from e
     columns = [c.strip().casefold() for c in header]
     if "question" not in columns and "q" not in columns:
         # the header is data: a quoted newline or 100 kB in it must not make the error span lines
-        shown = printable(", ".join(header)) or "nothing"
+        names = printable(", ".join(header)) or "nothing"
         raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
-                         f"{shown if len(shown) <= 200 else shown[:197] + '...'}")
-    try:
-        for i, record in enumerate(reader, 1):
-            yield i, {(k or "").strip().casefold(): v for k, v in record.items()}
-    except csv.Error as e:
-        raise InputError(f"{source}: not valid CSV near data row {reader.line_num} ({e})") from e
+                         f"{names if len(names) <= 200 else names[:197] + '...'}")
+    row = 0
+    while True:
+        lines.next_record()
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            row += 1
+            yield row, _csv_problem(e, lines)
+            lines.skip_first_line()
+            reader = csv.reader(lines, strict=True)
+            continue
+        if not cells:  # a blank line, as DictReader skips it
+            continue
+        row += 1
+        extra = [c for c in cells[len(columns):] if c.strip()]
+        if extra:
+            yield row, (f"line {lines.first}: {len(cells)} cells but the header names {len(columns)} columns "
+                        f"(the extra {shown(extra[0])} would be lost)")
+            continue
+        yield row, dict(zip(columns, cells, strict=False))
 
 
 
@@ -181,7 +251,7 @@ def _labels(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[str
         raise ValueError(f"{what}: expected a list of names")
     unknown = [v for v in value if v not in known]
     if unknown:
-        raise ValueError(f"{what}: unknown {kind} {unknown[0]!r}")
+        raise ValueError(f"{what}: unknown {kind} {shown(unknown[0])}")
     return tuple(value)
 
 
@@ -205,7 +275,7 @@ def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Que
         raise ValueError(f"the question is {len(q.strip())} characters; the limit is {MAX_QUESTION_CHARS}")
     scope = _text(record, "scope")
     if scope is not None and scope not in SCOPE_REQUESTS:
-        raise ValueError(f"unknown scope {scope!r}; use one of: {', '.join(SCOPE_REQUESTS)}")
+        raise ValueError(f"unknown scope {shown(scope)}; use one of: {', '.join(SCOPE_REQUESTS)}")
     intents_value = record.get("intents", record.get("intent"))
     needs_value = record.get("needs")
     if isinstance(needs_value, str) and not needs_value.strip() and intents_value not in (None, ""):

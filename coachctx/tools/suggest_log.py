@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS
 from coachctx.engine.policy import INTENTS, LANGUAGES
 from coachctx.errors import InputError
-from coachctx.reading import file_path, parse_json, read_text
+from coachctx.reading import file_path, parse_json, read_text, shown
 from coachctx.tools.questions import MAX_FILE_BYTES, MAX_QUESTIONS, read_questions
 
 COACH_WEIGHT: Final = 1.0
@@ -123,7 +123,7 @@ def _row_of(obj: Mapping[str, Any], line_no: int, p: Path, unit: str = "line") -
 
 def _intent(value: Any, where: str) -> str:
     if not isinstance(value, str) or value not in INTENTS:
-        raise InputError(f"{where}: unknown intent {value!r}; use one of {', '.join(INTENTS)}")
+        raise InputError(f"{where}: unknown intent {shown(value)}; use one of {', '.join(INTENTS)}")
     return str(value)
 
 
@@ -131,7 +131,7 @@ def _language(value: Any, p: Path, row: int) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str) or value not in LANGUAGES:  # a list or a mapping is no language (nor hashable)
-        raise InputError(f"{p}: row {row}: unknown language {value!r}; the policy has {', '.join(LANGUAGES)}")
+        raise InputError(f"{p}: row {row}: unknown language {shown(value)}; the policy has {', '.join(LANGUAGES)}")
     return str(value)
 
 
@@ -140,7 +140,7 @@ def _origin(value: Any, p: Path, row: int) -> Origin:
         return "coach"
     if value == "model":
         return "model"
-    raise InputError(f"{p}: row {row}: origin must be coach or model, got {value!r}")
+    raise InputError(f"{p}: row {row}: origin must be coach or model, got {shown(value)}")
 
 
 def _non_empty(rows: list[LabelledRow], p: Path) -> list[LabelledRow]:

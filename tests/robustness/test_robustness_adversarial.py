@@ -263,3 +263,49 @@ def test_an_abbreviated_option_is_refused_and_writes_nothing(tmp_path: Path, cap
         main(["explain", "knee pain", "--athlete", "maya", "--trace", str(target)])
     assert e.value.code == 2 and "unrecognized arguments: --trace" in capsys.readouterr().err
     assert not target.exists()
+
+
+# --- values quoted in messages, however long --------------------------------------------------
+
+
+class TestLongValuesInMessages:
+    BIG = "x" * 10_000_000
+
+    def test_shown_quotes_a_bounded_prefix_and_the_length(self) -> None:
+        from coachctx.reading import shown
+        assert shown("trainig") == "'trainig'" and shown(["en"]) == "['en']"
+        assert shown("a\nb" + "c" * 100) == "'a\\nb" + "c" * 77 + "…' (103 characters)"
+
+    def test_a_10_mb_intent_in_a_suggest_log_gives_a_short_error(self, cli: Callable[..., Result],
+                                                                 tmp_path: Path) -> None:
+        (tmp_path / "log.jsonl").write_text(json.dumps({"question": "knee", "intents": [self.BIG]}) + "\n",
+                                            encoding="utf-8")
+        line = cli("suggest", "log.jsonl").one_line_error()
+        assert line.startswith("coachctx: log.jsonl: line 1: unknown intent 'xxx")
+        assert "…' (10000000 characters); use one of training" in line and len(line) < 300
+
+    def test_impacts_skipped_list_quotes_10_mb_values_short(self, cli: Callable[..., Result], tmp_path: Path) -> None:
+        rows = [{"question": "knee", key: self.BIG} for key in ("athlete", "tier", "scope", "intents", "needs")]
+        (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows)
+                                            + '{"question": "knee pain today"}\n', encoding="utf-8")
+        result = cli("impact", "log.jsonl", "--base", POLICY, "--candidate", POLICY, "--json")
+        assert result.code == 0, result.err
+        skipped = result.json()["skipped"]
+        assert [s["row"] for s in skipped] == [1, 2, 3, 4, 5]
+        for s in skipped:
+            assert "xxx…' (10000000 characters)" in s["reason"] and len(s["reason"]) < 300, s["reason"][:300]
+
+    def test_a_csv_cell_past_the_header_is_quoted_short(self) -> None:
+        qs = parse_questions("question,athlete\nknee,maya," + "y" * 100_000 + "\nhip,tom\n", "csv", "log.csv")
+        assert qs.skipped == ((1, "line 2: 3 cells but the header names 2 columns (the extra '" + "y" * 80
+                               + "…' (100000 characters) would be lost)"),)
+
+    def test_library_and_argument_errors_quote_10_mb_values_short(self, cli: Callable[..., Result],
+                                                                   tmp_path: Path) -> None:
+        from coachctx.engine.pipeline import resolve_budget
+        from coachctx.engine.policy import load_policy
+        with pytest.raises(InputError, match=r"^unknown tier 'x{80}…' \(10000000 characters\); the policy defines"):
+            resolve_budget(load_policy(POLICY), self.BIG, None)
+        (tmp_path / "log.jsonl").write_text('{"question": "knee", "intents": ["injury"]}\n', encoding="utf-8")
+        result = cli("suggest", "log.jsonl", "--max", "9" * 1_000_000)
+        assert result.code == 2 and "9…' (1000000 characters)" in result.err and len(result.err) < 400, result.err[:400]

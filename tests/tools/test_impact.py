@@ -83,6 +83,35 @@ class TestReading:
             ("thanks!", None, ("general",), ())]
         assert qs.skipped == ((3, "intents: unknown intent 'injuri'"), (4, "needs: unknown fragment 'readiness_hip'"))
 
+    def test_an_unclosed_quote_costs_its_own_row_named_by_the_line_it_opened_on(self) -> None:
+        text = "question,athlete\nrun today,maya\n\"unterminated quote,maya\n" + "".join(
+            f"question {i},maya\n" for i in range(10))
+        qs = parse_questions(text, "csv", "swallow.csv")
+        assert [q.question for q in qs.questions] == ["run today"] + [f"question {i}" for i in range(10)]
+        assert qs.skipped == ((2, "line 3: not valid CSV: a quoted cell opened on this line is never closed"),)
+
+    def test_a_quote_closed_lines_later_is_skipped_and_the_lines_it_swallowed_are_read(self) -> None:
+        text = 'question,athlete\n"opened,maya\nsecond,tom\n"closed" late,maya\nlast,omar\n'
+        qs = parse_questions(text, "csv", "log.csv")
+        assert [(q.question, q.athlete) for q in qs.questions] == [("second", "tom"), ("last", "omar")]
+        assert qs.skipped == (
+            (1, "line 2: not valid CSV: a quoted cell opened on this line runs to line 4, where text follows its "
+                'closing quote (an unclosed quote?); inside a quoted cell write a quote as ""'),
+            (3, "line 4: not valid CSV: text follows the closing quote of a cell; inside a quoted cell write a "
+                'quote as ""'))
+
+    def test_a_stray_quote_or_an_extra_cell_skips_the_row_and_a_quoted_newline_or_empty_extra_cell_is_kept(
+            self) -> None:
+        text = ('question,athlete\n"a"b,maya\nok,maya,extra\nfine,maya,,\n'
+                '"two\nlines, ""quoted""",tom\n\nsaid 5" today,ines\n')
+        qs = parse_questions(text, "csv", "log.csv")
+        assert [(q.row, q.question, q.athlete) for q in qs.questions] == [
+            (3, "fine", "maya"), (4, 'two\nlines, "quoted"', "tom"), (5, 'said 5" today', "ines")]
+        assert qs.skipped == (
+            (1, 'line 2: not valid CSV: text follows the closing quote of a cell; inside a quoted cell write a '
+                'quote as ""'),
+            (2, "line 3: 3 cells but the header names 2 columns (the extra 'extra' would be lost)"))
+
     @pytest.mark.parametrize(("name", "text", "match"), [
         ("log.csv", "text,athlete\nhello,maya\n", r"^log\.csv: no `question` \(or `q`\) column; the header has: text, athlete$"),
         ("log.txt", "hello", r"^log\.txt: unknown question set format '\.txt'; use one of \.yaml, \.yml, \.jsonl"),

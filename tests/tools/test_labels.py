@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -80,10 +80,23 @@ class TestStore:
         ({"origin": "robot"}, r"^origin: 'robot' is not valid; use one of coach, model$"),
         ({"route_source": "guess"}, r"^route_source: 'guess' is not valid; use one of rules, model, fallback$"),
         ({"policy_digest": "not hex"}, r"^policy_digest: 'not hex' is not valid$"),
+        ({"created_at": datetime(9999, 12, 31, 23, 59, tzinfo=timezone(-timedelta(hours=23, minutes=59)))},
+         r"^at: 9999-12-31T23:59:00-23:59 is outside the years 1 to 9999 once converted to UTC$"),
+        ({"created_at": datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))}, r"^at: 0001-01-01T00:00:00\+05:00 is"),
+        ({"created_at": "2026-01-01"}, r"^at: expected a datetime, got str$"),
     ])
     def test_bad_fields_are_refused_naming_the_field(self, changes: dict[str, object], message: str) -> None:
         with pytest.raises(StoreError, match=message):
             check_question_label(label(**changes))
+
+    def test_an_aware_time_is_stored_as_the_same_instant_in_utc_and_a_naive_one_as_utc(self, url: str) -> None:
+        plus5 = datetime(2026, 1, 1, 10, tzinfo=timezone(timedelta(hours=5)))
+        assert check_question_label(label(created_at=plus5)).created_at == datetime(2026, 1, 1, 5, tzinfo=UTC)
+        with PolicyStore(url) as store:
+            store.add_question_labels([label(created_at=plus5), label(question="naive", created_at=datetime(2026, 1, 1, 10))])
+        with PolicyStore(url) as store:
+            stored = [x.created_at for x in store.question_labels()]
+        assert stored == [datetime(2026, 1, 1, 5, tzinfo=UTC), datetime(2026, 1, 1, 10, tzinfo=UTC)]
 
     def test_text_is_trimmed_and_repeated_names_kept_once(self) -> None:
         checked = check_question_label(label(question=f"  {GLUTE} ", intents=("injury", "injury", "training")))
@@ -131,6 +144,8 @@ class TestCli:
         ('["x"]', r"line 2: expected a JSON object, got list"),
         ('{"question": "x", "intents": ["training"], "at": "yesterday"}', r"line 2: at: 'yesterday' is not an ISO"),
         ('{"intents": ["training"]}', r"line 2: question is empty"),
+        ('{"question": "x", "intents": ["training"], "at": "9999-12-31T23:59:59-23:59"}',
+         r"line 2: at: 9999-12-31T23:59:59-23:59 is outside the years 1 to 9999 once converted to UTC$"),
     ])
     def test_a_bad_line_is_named_and_nothing_is_imported(
             self, url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, message: str) -> None:
@@ -142,6 +157,17 @@ class TestCli:
         assert re.search(message, err), err
         with PolicyStore(url) as store:
             assert store.question_labels() == []
+
+    def test_an_offset_is_kept_as_the_same_instant_and_a_naive_time_read_as_utc(
+            self, url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        source = write(tmp_path / "in.jsonl",
+                       {"question": "tz test", "intents": ["training"], "at": "2026-01-01T10:00:00+05:00"},
+                       {"question": "naive", "intents": ["training"], "at": "2026-01-01T10:00:00"})
+        assert main(["labels", "import", str(source), "--author", "rui", "--store", url]) == 0
+        capsys.readouterr()
+        assert main(["labels", "export", "--store", url]) == 0
+        exported = [json.loads(line)["at"] for line in capsys.readouterr().out.splitlines()]
+        assert exported == ["2026-01-01T05:00:00+00:00", "2026-01-01T10:00:00+00:00"]
 
     def test_an_empty_file_says_there_are_no_labels(self, url: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:

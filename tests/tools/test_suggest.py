@@ -226,6 +226,10 @@ class TestReading:
         c.write_text("question,model_label\nhammy,injuri\n", encoding="utf-8")
         with pytest.raises(InputError, match=r"log\.csv: row 1: unknown intent 'injuri'"):
             read_labelled(c)
+        c.write_text('question,intents\nhammy,injury\n"unclosed,injury\nquad,injury\n', encoding="utf-8")
+        with pytest.raises(InputError, match=r"^.*log\.csv: row 2: line 3: not valid CSV: a quoted cell opened on "
+                                             r"this line is never closed$"):
+            read_labelled(c)
 
     @pytest.mark.parametrize(("text", "message"), [
         ('{"question": "a", "intents": ["injury"]}\n{"question": "b", "intents": ["injuri"]}\n',

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.engine.policy import INTENTS, LANGUAGES
-from coachctx.reading import printable
+from coachctx.reading import shown
 from coachctx.tools.store import tables
 from coachctx.tools.store.checks import MAX_AUTHOR_CHARS, check_text
 from coachctx.tools.store.database import Database
@@ -46,7 +46,8 @@ class QuestionLabel:
     lang: str | None = None
     origin: Literal["coach", "model"] = "coach"
     created_at: datetime | None = None
-    """Set by the store when the label is added without one."""
+    """Set by the store when the label is added without one. Stored in UTC: an aware time is
+    converted (10:00+05:00 is 05:00Z), a naive one is taken to be UTC already."""
     policy_digest: str | None = None
     """The policy that decided the question when it was labelled."""
     route_source: str | None = None
@@ -119,7 +120,9 @@ class QuestionLabelStore(Database):
 def check_question_label(label: QuestionLabel) -> QuestionLabel:
     """The label with its text trimmed, or `StoreError` naming the field at fault: a question that
     is empty, too long or holds a control character, an unknown intent or fragment, an author
-    that is not one line, an unknown scope, language, origin or route source."""
+    that is not one line, an unknown scope, language, origin or route source, or a time that is
+    not a datetime or has no UTC equivalent. An aware time is converted to UTC (the store keeps
+    no offset); a naive time is taken to be UTC."""
     question = check_text("question", label.question, MAX_QUESTION_CHARS, "label the question the athlete asked")
     intents = _names(label.intents, INTENTS, "intents", "intent")
     if not intents:
@@ -131,19 +134,19 @@ def check_question_label(label: QuestionLabel) -> QuestionLabel:
         athlete=_optional(label.athlete, "athlete", ATHLETE_PATTERN), needs=needs, scope=scope,
         lang=_optional(label.lang, "lang", list(LANGUAGES)),
         origin=_optional(label.origin, "origin", ORIGINS) or "coach",  # type: ignore[arg-type]
-        created_at=label.created_at, policy_digest=_optional(label.policy_digest, "policy_digest", DIGEST_PATTERN),
+        created_at=_utc_time(label.created_at), policy_digest=_optional(label.policy_digest, "policy_digest", DIGEST_PATTERN),
         route_source=_optional(label.route_source, "route_source", ROUTE_SOURCES),
         routed=_optional(label.routed, "routed", INTENTS), id=label.id)
 
 
 def _names(values: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...]:
     if isinstance(values, str) or not isinstance(values, Sequence) or not all(isinstance(v, str) for v in values):
-        raise StoreError(f"{what}: expected a list of {kind} names, got {printable(repr(values))[:60]}")
+        raise StoreError(f"{what}: expected a list of {kind} names, got {shown(values)}")
     for v in values:
         if v not in known:
             near = difflib.get_close_matches(v, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise StoreError(f"{what}: unknown {kind} {printable(v)[:40]!r}{hint}; use {', '.join(known)}")
+            raise StoreError(f"{what}: unknown {kind} {shown(v)}{hint}; use {', '.join(known)}")
     return tuple(dict.fromkeys(values))  # once each, in the order given
 
 
@@ -152,10 +155,22 @@ def _optional(value: Any, what: str, allowed: Sequence[str] | re.Pattern[str]) -
         return None
     ok = isinstance(value, str) and (allowed.match(value) if isinstance(allowed, re.Pattern) else value in allowed)
     if not ok:
-        shown = printable(repr(value))[:60]
         use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else ""
-        raise StoreError(f"{what}: {shown} is not valid{use}")
+        raise StoreError(f"{what}: {shown(value)} is not valid{use}")
     return str(value)
+
+
+def _utc_time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise StoreError(f"at: expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=UTC)  # naive: UTC, as everything the store keeps and exports
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as e:  # 9999-12-31T23:59:59-23:59 is past the last datetime in UTC
+        raise StoreError(f"at: {value.isoformat()} is outside the years 1 to 9999 once converted to UTC") from e
 
 
 def _label_row(label: QuestionLabel, now: datetime) -> dict[str, Any]:
