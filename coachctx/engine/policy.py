@@ -30,11 +30,8 @@ from pydantic import (
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.policy_canonical import policy_digest as policy_digest  # re-exported
 from coachctx.engine.policy_canonical import policy_to_yaml as policy_to_yaml  # re-exported
-from coachctx.engine.policy_loading import (
-    MAX_POLICY_BYTES,
-    describe_error,
-    parse_yaml,
-)
+from coachctx.engine.policy_errors import describe_error
+from coachctx.engine.policy_loading import MAX_POLICY_BYTES, parse_yaml
 from coachctx.engine.text import fold_accents, normalise
 from coachctx.errors import PolicyError
 from coachctx.reading import ReadError, control_character, decode_utf8, file_path, read_text

@@ -117,3 +117,19 @@ class TestStore:
     def test_history_limit_in_range_works(self, cli: Run, saved: str) -> None:
         code, out, _ = cli("policy", "history", "--limit", "1", "--store", saved)
         assert code == 0 and "first" in out
+
+
+@pytest.mark.timeout(60)
+def test_a_store_another_process_holds_says_to_try_again(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.sqlite"
+    with PolicyStore(url) as s:
+        s.save(MINIMAL_POLICY, message="first", author="ana")
+    holder = sqlite3.connect(tmp_path / "s.sqlite")
+    try:
+        holder.execute("BEGIN EXCLUSIVE")  # held past the store's 10 s wait for a lock
+        with pytest.raises(StoreError, match=r"cannot open: database is locked; another process held this store "
+                                             r"for more than 10 s: try again when it has finished$"):
+            PolicyStore(url)
+    finally:
+        holder.rollback()
+        holder.close()
