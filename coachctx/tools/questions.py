@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,16 @@ from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.engine.policy import INTENTS
 from coachctx.engine.policy_loading import YamlLimits, parse_yaml
 from coachctx.errors import InputError, PolicyError
-from coachctx.reading import ReadError, check_json_value, file_path, parse_json, printable, read_text, shown
+from coachctx.reading import (
+    ReadError,
+    check_json_value,
+    file_path,
+    parse_json,
+    printable,
+    read_bytes,
+    read_text,
+    shown,
+)
 
 MAX_QUESTIONS: Final = 1_000_000
 
@@ -80,7 +90,13 @@ def read_questions(path: str | Path) -> QuestionSet:
         raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
                          f"use one of {', '.join(FORMATS)}")
     limit = MAX_YAML_BYTES if fmt == "yaml" else MAX_FILE_BYTES
-    text = read_text(p, limit, expected="a question set file", strip_bom=True)
+    if fmt == "jsonl":
+        # a log of many rows: a byte that is not UTF-8 costs its own row (`_jsonl_records` skips a
+        # line holding one), not the whole log; YAML and CSV are one document and are read strictly
+        data = read_bytes(p, limit, expected="a question set file")
+        text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+    else:
+        text = read_text(p, limit, expected="a question set file", strip_bom=True)
     return parse_questions(text, fmt, str(p))
 
 
@@ -133,11 +149,19 @@ def _yaml_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, An
 
 
 
+_NOT_UTF8: Final = re.compile("[\udc80-\udcff]")
+"""A byte that was not UTF-8, as `bytes.decode(..., "surrogateescape")` keeps it."""
+
+
 def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
     # JSONL lines end at \n only: `splitlines()` would also cut at U+2028 or \x1e inside a string
     for line_no, line in enumerate(text.split("\n"), 1):
         line = line.removesuffix("\r")
         if not line.strip():
+            continue
+        bad = _NOT_UTF8.search(line)
+        if bad is not None:  # read with surrogateescape: raw bytes that were not UTF-8, never a JSON escape
+            yield line_no, f"not UTF-8 text (column {bad.start() + 1})"
             continue
         try:
             obj = parse_json(line, f"line {line_no}")

@@ -117,6 +117,17 @@ class TestNotAFile:
             read_questions(path)
 
     @pytest.mark.timeout(5)
+    def test_a_jsonl_row_that_is_not_utf8_is_skipped_alone(self, tmp_path: Path) -> None:
+        """A log is many rows: one bad byte costs its row, as a row of bad JSON does."""
+        path = tmp_path / "log.jsonl"
+        path.write_bytes(b'{"question": "how far today"}\n{"question": "r\xe9cup\xe9ration?"}\n'
+                         b'{"question": "\\udc80 escaped, not a byte"}\n{"question": "rest day?"}\n')
+        got = read_questions(path)
+        assert [q.question for q in got.questions] == ["how far today", "rest day?"]
+        assert got.skipped[0] == (2, "not UTF-8 text (column 16)")
+        assert got.skipped[1][0] == 3 and "surrogate" in got.skipped[1][1]
+
+    @pytest.mark.timeout(5)
     def test_a_regular_file_within_the_limit_is_read(self, tmp_path: Path) -> None:
         path = tmp_path / "ok.txt"
         path.write_text("ça va\n", encoding="utf-8")
