@@ -82,7 +82,7 @@ def parse_labels_jsonl(text: str, source: str, *, author: str) -> list[Any]:
                 question=obj.get("question", obj.get("q")), intents=_listed(obj.get("intents")),
                 author=obj.get("author", author), athlete=obj.get("athlete"),
                 needs=None if obj.get("needs") is None else _listed(obj["needs"]), scope=obj.get("scope"),
-                lang=obj.get("lang"), origin=obj.get("origin") or "coach", created_at=_time(obj.get("at")),
+                lang=obj.get("lang"), origin=obj.get("origin", "coach"), created_at=_time(obj.get("at")),
                 policy_digest=obj.get("policy_digest"), route_source=obj.get("route_source"),
                 routed=obj.get("routed"))
             out.append(check_question_label(label))

@@ -144,6 +144,10 @@ class TestCli:
         ('["x"]', r"line 2: expected a JSON object, got list"),
         ('{"question": "x", "intents": ["training"], "at": "yesterday"}', r"line 2: at: 'yesterday' is not an ISO"),
         ('{"intents": ["training"]}', r"line 2: question is empty"),
+        ('{"question": "x", "intents": ["training"], "author": 5}', r"line 2: author: expected text, got int 5$"),
+        ('{"question": ["x"], "intents": ["training"]}', r"line 2: question: expected text, got list \['x'\]$"),
+        ('{"question": "x", "intents": ["training"], "origin": false}',
+         r"line 2: origin: False is not valid; use one of coach, model$"),
         ('{"question": "x", "intents": ["training"], "at": "9999-12-31T23:59:59-23:59"}',
          r"line 2: at: 9999-12-31T23:59:59-23:59 is outside the years 1 to 9999 once converted to UTC$"),
     ])

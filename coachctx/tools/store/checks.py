@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from coachctx.reading import control_character, printable
+from coachctx.reading import control_character, printable, shown
 from coachctx.tools.store.errors import StoreError
 
 LABEL_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -34,7 +34,9 @@ def check_label(name: str) -> str:
 def check_text(what: str, value: str, limit: int, empty: str | None = None) -> str:
     """A message, an author or a labelled question: one line of plain text. A newline, a tab or an
     escape sequence would break the history table, the label log and `policy show`'s first line."""
-    if not isinstance(value, str) or not value.strip():
+    if value is not None and not isinstance(value, str):  # JSON `5`, a list: not "empty", the wrong kind
+        raise StoreError(f"{what}: expected text, got {type(value).__name__} {shown(value)}")
+    if not value or not value.strip():
         if empty is None:
             empty = f"say {'what changed and why' if what == 'message' else 'who you are'}"
         raise StoreError(f"{what} is empty: {empty}")
