@@ -24,7 +24,7 @@ from coachctx.engine.availability import CostMode
 from coachctx.engine.policy import Policy
 from coachctx.engine.services import Upstream
 from coachctx.errors import InputError
-from coachctx.reading import printable
+from coachctx.reading import printable, shown
 from coachctx.tools.impact import DEFAULT_ATHLETE, ImpactJob, decide_chunk
 from coachctx.tools.impact_report import ImpactReport, Totals
 from coachctx.tools.questions import Question, _jsonl_records, _question
@@ -132,7 +132,8 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
     kind, files = log_files(source)
     job = ImpactJob(base, candidate, upstream=upstream, default_athlete=default_athlete, cost_mode=cost_mode)
     if kind == "jsonl":
-        parts = dask.bag.read_text(files, blocksize=None, encoding="utf-8-sig").to_delayed()
+        # bytes that are not UTF-8 kept as `questions.read_questions` keeps them: that row is skipped alone
+        parts = dask.bag.read_text(files, blocksize=None, encoding="utf-8-sig", errors="surrogateescape").to_delayed()
         decide = dask.delayed(jsonl_partition, pure=True)
     else:
         try:
@@ -151,7 +152,7 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
             try:
                 client = Client(scheduler, timeout="10s")
             except ValueError as e:  # "bogus", "tcp://", "tcp://host:notaport": no address at all
-                raise InputError(f"--scheduler {printable(scheduler)[:100]!r} is not a Dask scheduler address such as "
+                raise InputError(f"--scheduler {shown(scheduler)} is not a Dask scheduler address such as "
                                  f"tcp://10.0.0.5:8786 ({e})") from e
             except (OSError, TimeoutError) as e:
                 raise InputError(f"cannot reach the Dask scheduler at {printable(scheduler)[:100]}: {e}") from e

@@ -21,7 +21,14 @@ from coachctx.engine.policy import MAX_BUDGET, Policy
 from coachctx.engine.routing import ModelAnswer
 from coachctx.engine.services import ATHLETE_ID, Bundle
 from coachctx.errors import InputError, TraceError
-from coachctx.reading import ReadError, control_character, decode_utf8, parse_json, printable, read_bytes
+from coachctx.reading import (
+    ReadError,
+    control_character,
+    decode_utf8,
+    parse_json,
+    read_bytes,
+    shown,
+)
 
 TRACE_FORMAT: Final = "coachctx.trace/1"
 MAX_TRACE_BYTES: Final = 5 * 1024 * 1024
@@ -233,8 +240,8 @@ def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
     except ValueError as e:
         raise TraceError(f"{source}: {e}") from e
     if asked.athlete is not None and bundle.athlete and bundle.athlete != asked.athlete:
-        raise TraceError(f"{source}: inputs.athlete is {printable(asked.athlete)[:64]!r} but the bundle was fetched for "
-                         f"{printable(bundle.athlete)[:64]!r}: the trace was edited")
+        raise TraceError(f"{source}: inputs.athlete is {shown(asked.athlete)} but the bundle was fetched for "
+                         f"{shown(bundle.athlete)}: the trace was edited")
     return Trace(inputs=inputs, decision=obj["decision"], bundle=bundle, source=source, asked=asked)
 
 
@@ -250,7 +257,7 @@ def _inputs(inputs: Mapping[str, Any], source: str) -> TraceInputs:
         if value is not None and control_character(value) is not None:
             raise TraceError(f"{source}: inputs.{key}: holds the control character {control_character(value)}")
         if key == "athlete" and value is not None and not ATHLETE_ID.match(value):
-            raise TraceError(f"{source}: inputs.athlete: {printable(value)[:64]!r} is not an athlete id "
+            raise TraceError(f"{source}: inputs.athlete: {shown(value)} is not an athlete id "
                              "(lower-case letters, digits, '-' and '_'; never a path)")
     budget = inputs.get("budget")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)

@@ -66,14 +66,15 @@ def cluster() -> Any:
 @pytest.fixture()
 def logs(tmp_path: Path, policy: Policy) -> Path:
     rows = log_rows()
-    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
-    lines.insert(5, "{not json")  # a bad line is skipped under its line number in both engines
-    (tmp_path / "all.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    lines = [json.dumps(r, ensure_ascii=False).encode() for r in rows]
+    lines.insert(5, b"{not json")  # a bad line is skipped under its line number in both engines
+    lines.insert(20, b'{"question": "r\xe9cup\xe9ration?"}')  # so is a byte that is not UTF-8
+    (tmp_path / "all.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     parts = tmp_path / "parts"
     parts.mkdir()
     cut = [0, 17, 40, len(lines)]
     for n, (a, b) in enumerate(zip(cut, cut[1:], strict=False)):
-        (parts / f"log-{n}.jsonl").write_text("\n".join(lines[a:b]) + "\n", encoding="utf-8")
+        (parts / f"log-{n}.jsonl").write_bytes(b"\n".join(lines[a:b]) + b"\n")
     (tmp_path / "worse.yaml").write_text(policy_to_yaml(worse(policy)), encoding="utf-8")
     return tmp_path
 
@@ -95,6 +96,7 @@ class TestDask:
                              "--scheduler", cluster.scheduler_address)
         assert local["summary"]["changed"] > 0
         assert any(s["row"] == 6 and s["reason"].startswith("not valid JSON") for s in local["skipped"])
+        assert {"row": 21, "reason": "not UTF-8 text (column 16)"} in local["skipped"]
         assert without_timing(remote) == without_timing(local)
         # only the changed rows travel back, with the totals of all
         changed = impact_json(capsys, str(logs / "parts" / "log-*.jsonl"), *policies, "--engine", "dask",
