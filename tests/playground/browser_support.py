@@ -87,6 +87,21 @@ def wait_for_script(page: Any, timeout_ms: int = UI_TIMEOUT_MS) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms)
 
 
+def settled_box(page: Any, locator: Any, timeout_ms: int = UI_TIMEOUT_MS) -> dict[str, float] | None:
+    """Where an element is once the page has stopped moving it: the same box read twice, 250 ms
+    apart. Streamlit draws a run's elements as they arrive, so the first frame after a load can
+    place one lower than the finished page does (seen once in a few loads, for a frame)."""
+    box, waited = locator.bounding_box(), 0
+    while waited < timeout_ms:
+        page.wait_for_timeout(250)
+        waited += 250
+        again = locator.bounding_box()
+        if again == box:
+            return box
+        box = again
+    return box
+
+
 def tab_button(page: Any, name: str) -> Any:
     """The button of the tab with this label, in the strip above the tabs (a radio group)."""
     return page.locator(".st-key-tab").get_by_role("radio", name=name, exact=True)

@@ -29,6 +29,7 @@ from browser_support import (
     save_version,
     screenshot,
     set_margin,
+    settled_box,
     tab_button,
     wait_for_script,
 )
@@ -107,7 +108,7 @@ def first_screen_is_readable(page: Any, width: int) -> None:
     expect(page.get_by_label(QUESTION)).to_have_value(pg.PAIN_QUESTION, timeout=UI_TIMEOUT_MS)
     summary = page.get_by_text("Withheld:", exact=False).first
     expect(summary).to_be_visible(timeout=UI_TIMEOUT_MS)
-    box = summary.bounding_box()
+    box = settled_box(page, summary)
     assert box is not None and box["y"] + box["height"] <= WIDTHS[width], box
     page.wait_for_timeout(500)
     screenshot(page, "COACHCTX_SCREENSHOTS", f"playground-{width}.png")
@@ -153,7 +154,7 @@ def a_fact_s_reason_is_read_in_full(page: Any, width: int) -> None:
     row.locator("summary").click()
     why = row.get_by_text("Why:", exact=False)
     expect(why).to_be_visible(timeout=UI_TIMEOUT_MS)
-    box = why.bounding_box()
+    box = settled_box(page, why)
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
 
 
