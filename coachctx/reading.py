@@ -167,6 +167,10 @@ class _Refused(ValueError):
     pass
 
 
+class _Ambiguous(_Refused):
+    """JSON that parses but does not say one thing."""
+
+
 def _refuse_constant(name: str) -> Any:
     raise _Refused(f"{name} is not a JSON number")
 
@@ -182,6 +186,17 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise _Refused(f"{text[:40]} is too large for a number")
     return value
+
+
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are distinct: JSON lets a key repeat and Python keeps the last value,
+    so `{"question": "a", "question": "b"}` would silently read as "b"."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Ambiguous(f"the key {shown(twice)} appears twice in one object (which value is meant?)")
+    return obj
 
 
 def _has_surrogate(text: str) -> bool:
@@ -223,15 +238,17 @@ def check_json_value(value: Any, source: str, *, max_depth: int = MAX_JSON_DEPTH
 
 def parse_json(text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Strict JSON from outside: `ReadError` (with line and column where JSON says) for text that
-    is not JSON, NaN/Infinity, numbers Python cannot hold, nesting deeper than `max_depth` and
-    lone surrogates."""
+    is not JSON, NaN/Infinity, numbers Python cannot hold, a key twice in one object, nesting deeper
+    than `max_depth` and lone surrogates."""
     if isinstance(text, bytes):
         text = decode_utf8(text, source)
     try:
         value = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int,
-                           parse_float=_finite_float)
+                           parse_float=_finite_float, object_pairs_hook=_one_value_per_key)
     except json.JSONDecodeError as e:
         raise ReadError(source, f"not valid JSON: {e.msg}", f"line {e.lineno}, column {e.colno}") from e
+    except _Ambiguous as e:
+        raise ReadError(source, str(e)) from e
     except _Refused as e:
         raise ReadError(source, f"not valid JSON: {e}") from e
     except RecursionError as e:

@@ -149,8 +149,10 @@ class TestJson:
         ('{"name": "Maya \\ud800"}', r"name: text holds a lone surrogate"),
         ('{"\\udfff": 1}', r"\(top level\): a key holds a lone surrogate"),
         ("{'single': 1}", r"line 1, column 2: not valid JSON: Expecting property name"),
+        ('{"question": "a", "question": "b"}', r"the key 'question' appears twice in one object"),
+        ('[{"q": 1}, {"n": {"x": 1, "x": 1}}]', r"the key 'x' appears twice in one object"),
     ], ids=["deep-list", "deep-object", "nan", "minus-infinity", "overflow", "5000-digits", "surrogate",
-            "surrogate-key", "not-json"])
+            "surrogate-key", "not-json", "duplicate-key", "duplicate-nested-key"])
     def test_refused_with_where(self, text: str, message: str) -> None:
         with pytest.raises(ReadError, match=rf"^doc\.json: .*{message}"):
             parse_json(text, "doc.json")
@@ -206,6 +208,7 @@ class TestJson:
             '{"question": "sore \\ud83d knee"}',
             '{"question": "rest day?", "athlete": NaN}',
             '{"question": "was ist mit \u2028 dem Wetter?"}',  # a raw U+2028 is JSON text, not a line end
+            '{"question": "rest day?", "question": "sore knee?"}',  # which one was asked?
         ]
         questions = parse_questions("\n".join(rows) + "\n", "jsonl", "log.jsonl")
         assert [q.row for q in questions.questions] == [1, 5]
@@ -213,6 +216,7 @@ class TestJson:
             2: "nested deeper than 64 levels",
             3: "question: text holds a lone surrogate (not valid Unicode)",
             4: "not valid JSON: NaN is not a JSON number",
+            6: "the key 'question' appears twice in one object (which value is meant?)",
         }
 
     @pytest.mark.timeout(10)
