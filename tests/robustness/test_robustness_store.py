@@ -80,6 +80,24 @@ class TestStore:
         assert not (tmp_path / "typo").exists()
 
     @pytest.mark.timeout(10)
+    def test_another_program_s_sqlite_file_is_refused_and_left_as_it_was(
+            self, refused: Callable[..., str], tmp_path: Path) -> None:
+        path = tmp_path / "contacts.sqlite"
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE contacts (id INTEGER, name TEXT)")
+        before = path.read_bytes()
+        message = refused("policy", "save", "policy/default.yaml", "-m", "x", "--store", str(path))
+        assert "is another program's SQLite database (it holds the tables contacts" in message
+        assert path.read_bytes() == before
+
+    @pytest.mark.timeout(10)
+    def test_a_store_with_a_table_of_its_own_added_still_opens(self, saved: str) -> None:
+        with sqlite3.connect(saved.removeprefix("sqlite:///")) as db:
+            db.execute("CREATE TABLE notes (id INTEGER)")
+        with PolicyStore(saved) as store:
+            assert [v.message for v in store.history()] == ["first"]
+
+    @pytest.mark.timeout(10)
     def test_a_store_that_is_a_fifo_is_refused(self, refused: Callable[..., str], tmp_path: Path) -> None:
         os.mkfifo(tmp_path / "s.sqlite")
         assert "is not a regular file" in refused("policy", "history", "--store", str(tmp_path / "s.sqlite"))

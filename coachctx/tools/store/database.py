@@ -64,7 +64,21 @@ class Database:
         if self._sqlite:
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         with self._errors("open"):
+            if self._sqlite:
+                self._check_not_foreign()
             tables.metadata.create_all(self.engine)
+
+    def _check_not_foreign(self) -> None:
+        """A SQLite file that holds tables but none of the store's is another program's database:
+        adding the store's tables to it would change a file coachctx does not own (a typo in
+        --store naming an app's data file)."""
+        found = set(sa.inspect(self.engine).get_table_names())
+        ours = set(tables.metadata.tables)
+        if found and not found & ours:
+            names = ", ".join(sorted(found)[:5]) + (", ..." if len(found) > 5 else "")
+            raise StoreError(f"store {self.display_url} is another program's SQLite database (it holds the tables "
+                             f"{names} and none of a policy store's); coachctx adds nothing to it: name a file of "
+                             f"its own ({ACCEPTED_STORES})")
 
     def close(self) -> None:
         self.engine.dispose()
