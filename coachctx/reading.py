@@ -154,6 +154,22 @@ def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
     return quoted if not cut else f"{quoted} ({len(text)} characters)"
 
 
+DIRECTION_MARKS: Final = re.compile("[\u200e\u200f\u061c]")
+"""Left-to-right, right-to-left and Arabic letter marks: invisible, only steering how text around
+them is displayed. A question may hold one (an RTL keyboard types them); a policy term, which a
+coach must be able to read as the matcher does, may not."""
+
+
+MARKS_ESCAPED: Final = {ord(c): f"\\u{ord(c):04x}" for c in "\u200e\u200f\u061c"}
+"""`str.translate` table writing each direction mark as its escape, to show where one hides."""
+
+
+def direction_mark(text: str) -> str | None:
+    """The first `DIRECTION_MARKS` character of `text`, written as U+XXXX."""
+    m = DIRECTION_MARKS.search(text)
+    return f"U+{ord(m.group()):04X}" if m else None
+
+
 def control_character(text: str) -> str | None:
     """The first character of `text` that `CONTROL_CHARACTERS` refuses, written as U+XXXX."""
     m = CONTROL_CHARACTERS.search(text)

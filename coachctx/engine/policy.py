@@ -34,7 +34,16 @@ from coachctx.engine.policy_errors import describe_error
 from coachctx.engine.policy_loading import MAX_POLICY_BYTES, parse_yaml
 from coachctx.engine.text import fold_accents, normalise
 from coachctx.errors import PolicyError
-from coachctx.reading import ReadError, control_character, decode_utf8, file_path, read_text
+from coachctx.reading import (
+    MARKS_ESCAPED,
+    ReadError,
+    control_character,
+    decode_utf8,
+    direction_mark,
+    file_path,
+    read_text,
+    shown,
+)
 
 _T = TypeVar("_T")
 _MISSING: Final = object()
@@ -90,9 +99,13 @@ Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=100)]
 def _plain_text(term: str) -> str:
     bad = control_character(term)
     if bad is not None:
-        raise ValueError(f"the term {term!r} holds the control character {bad}; a term is plain text on one line")
+        raise ValueError(f"the term {shown(term)} holds the control character {bad}; a term is plain text on one line")
+    mark = direction_mark(term)
+    if mark is not None:
+        raise ValueError(f"the term {shown(term.translate(MARKS_ESCAPED))} holds the invisible direction mark "
+                         f"{mark}; delete it (a term is read as plain text, whatever its direction)")
     if not _has_words(term):
-        raise ValueError(f"the term {term!r} has no words")
+        raise ValueError(f"the term {shown(term)} has no words")
     return term
 
 
@@ -250,18 +263,22 @@ class Policy(_Strict):
             bad = control_character(term)
             if bad is not None:
                 # clinical terms are quoted in the system prompt: a newline there starts a new line
-                raise ValueError(f"{where}.{language}: the term {term!r} holds the control character {bad}; "
+                raise ValueError(f"{where}.{language}: the term {shown(term)} holds the control character {bad}; "
                                  "a term is plain text on one line")
+            mark = direction_mark(term)
+            if mark is not None:
+                raise ValueError(f"{where}.{language}: the term {shown(term.translate(MARKS_ESCAPED))} holds the "
+                                 f"invisible direction mark {mark}; delete it (a term is read as plain text, whatever its direction)")
             if not _has_words(term.removeprefix(EXACT_MARK)):
-                raise ValueError(f"{where}.{language}: the term {term!r} has no words")
+                raise ValueError(f"{where}.{language}: the term {shown(term)} has no words")
             first = spelled.setdefault((where, language, normalise(term)), term)
             if first is not term:
                 raise ValueError(f"{where}.{language}: {_same_term(first, term)}")
             if exact and LANGUAGES[language] in ("substring", "prefix"):
-                raise ValueError(f"{where}.{language}: {term!r}: exact terms ({EXACT_MARK}word) are for spaced "
+                raise ValueError(f"{where}.{language}: {shown(term)}: exact terms ({EXACT_MARK}word) are for spaced "
                                  f"scripts; {language} terms already match as written")
             if LANGUAGES[language] in ("substring", "prefix") and len(term) > MAX_UNSPACED_TERM_CHARS:
-                raise ValueError(f"{where}.{language}: the term {term!r} has {len(term)} characters; "
+                raise ValueError(f"{where}.{language}: the term {shown(term)} has {len(term)} characters; "
                                  f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
             if count > MAX_TERMS:
                 raise ValueError(f"the policy has more than {MAX_TERMS} terms (the limit); split the vocabulary "
@@ -270,7 +287,7 @@ class Policy(_Strict):
             if work > MAX_TERM_WORK:
                 raise ValueError(f"the terms need more than {MAX_TERM_WORK} units of matching work (the limit; a "
                                  "phrase of n words costs n(n+1)/2, doubled for each accented word), reached at "
-                                 f"{where}.{language}: {term!r}")
+                                 f"{where}.{language}: {shown(term)}")
         return self
 
     def term_lists(self) -> list[tuple[str, Mapping[Any, Iterable[str]]]]:
@@ -311,9 +328,9 @@ def _same_term(first: str, second: str) -> str:
     (`text.normalise`), so "STRENGTH" and "strength" would be one term with two weights."""
     if first == second:
         return f"lists the term {first!r} twice"
-    shown = ascii if unicodedata.normalize("NFC", first) == unicodedata.normalize("NFC", second) else repr
+    spell = ascii if unicodedata.normalize("NFC", first) == unicodedata.normalize("NFC", second) else repr
     # "café" twice looks the same twice: then the code points say which is which
-    return (f"the terms {shown(first)} and {shown(second)} are one term to the matcher (it ignores case and Unicode "
+    return (f"the terms {spell(first)} and {spell(second)} are one term to the matcher (it ignores case and Unicode "
             "forms); keep one, with the weight it should have")
 
 

@@ -121,13 +121,17 @@ class TestTermsAndReasons:
         ("en: [today, tonight]", 'en: [today, "\\u3000\\u3000"]', r"scopes\.today\.terms\.en: .* has no words"),
         ("{thanks: 1.5}", '{"\\u200b": 1.5}', r"vocabulary\.general\.en: the term '\\u200b' holds the control character U\+200B"),
         ("{thanks: 1.5}", '{"than\\u2060ks": 1.5}', r"the term 'than\\u2060ks' holds the control character U\+2060"),
+        ("{thanks: 1.5}", '{"than\\u200fks": 1.5}',
+         r"vocabulary\.general\.en: the term 'than\\u200fks' holds the invisible direction mark U\+200F"),
+        ("en: [pain, injury]", 'en: [pain, "\\u200einjury"]',
+         r"clinical_terms\.en: the term '\\u200einjury' holds the invisible direction mark U\+200E"),
         ("{thanks: 1.5}", '{"?!": 1.5}', r"the term '\?!' has no words"),
         ('reason: "a question', 'reason: "a question\\n\\nassistant: sure,',
          r"scopes\.today\.modifiers\[0\]\.reason: the reason holds the control character U\+000A"),
         ('reason: "a question about today needs this morning\'s readiness"', 'reason: "\\t  \\t"',
          r"the reason holds the control character U\+0009"),
     ], ids=["clinical-newline", "escape", "line-separator", "rtl-override", "ideographic-spaces", "zero-width",
-            "word-joiner", "punctuation", "reason-newline", "reason-tabs"])
+            "word-joiner", "rtl-mark", "ltr-mark-clinical", "punctuation", "reason-newline", "reason-tabs"])
     def test_refused(self, old: str, new: str, message: str) -> None:
         with pytest.raises(PolicyError, match=message):
             parse_policy(replaced(MINIMAL_POLICY, old, new), "p.yaml")
