@@ -10,8 +10,6 @@ and the offending value, with a "did you mean" for near-miss names. The canonica
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -32,18 +30,10 @@ from coachctx.engine.policy_canonical import policy_digest as policy_digest  # r
 from coachctx.engine.policy_canonical import policy_to_yaml as policy_to_yaml  # re-exported
 from coachctx.engine.policy_errors import describe_error
 from coachctx.engine.policy_loading import MAX_POLICY_BYTES, parse_yaml
-from coachctx.engine.text import fold_accents, normalise
+from coachctx.engine.term_text import EXACT_MARK as EXACT_MARK  # re-exported
+from coachctx.engine.term_text import matched_as, same_term, term_problem, term_work
 from coachctx.errors import PolicyError
-from coachctx.reading import (
-    MARKS_ESCAPED,
-    ReadError,
-    control_character,
-    decode_utf8,
-    direction_mark,
-    file_path,
-    read_text,
-    shown,
-)
+from coachctx.reading import ReadError, control_character, decode_utf8, file_path, read_text, shown
 
 _T = TypeVar("_T")
 _MISSING: Final = object()
@@ -51,8 +41,6 @@ _MISSING: Final = object()
 DEFAULT_POLICY_PATH: Final = Path(__file__).resolve().parents[2] / "policy" / "default.yaml"
 MAX_TERMS: Final = 26_000
 """Terms in all term lists together (the default policy has about 23,000)."""
-_PHRASE_WORDS: Final = 6
-"""`routing.MAX_PHRASE_WORDS`: the words of a term that routing files (and matches)."""
 MAX_TERM_WORK: Final = 85_000
 """Matching work of all terms together: each term counts its phrase keys (a word written with
 accents is filed twice, so a phrase of six such words 64 times) times the parts of its phrase
@@ -88,24 +76,15 @@ FragmentName = Literal[
 Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
                    "hi", "id", "vi", "ja", "zh", "ko"]
 Term = Annotated[str, Field(strict=True, min_length=1, max_length=80)]
-EXACT_MARK: Final = "="
-"""A term written `=allenamento` matches those words as written (accents folded), not their stem:
-for a word whose stem is an everyday word elsewhere (Italian "allenamento" stems to German "allen")."""
 Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=100)]
 """Strict: an unquoted `yes`/`on` is a boolean in YAML, never the weight 1."""
 
 
 
 def _plain_text(term: str) -> str:
-    bad = control_character(term)
-    if bad is not None:
-        raise ValueError(f"the term {shown(term)} holds the control character {bad}; a term is plain text on one line")
-    mark = direction_mark(term)
-    if mark is not None:
-        raise ValueError(f"the term {shown(term.translate(MARKS_ESCAPED))} holds the invisible direction mark "
-                         f"{mark}; delete it (a term is read as plain text, whatever its direction)")
-    if not _has_words(term):
-        raise ValueError(f"the term {shown(term)} has no words")
+    problem = term_problem(term)
+    if problem is not None:
+        raise ValueError(problem)
     return term
 
 
@@ -255,25 +234,17 @@ class Policy(_Strict):
         if not self.tiers:
             raise ValueError("tiers: at least one tier is needed")
         work = 0
-        spelled: dict[tuple[str, str, str], str] = {}
-        """(where, language, the term as the matcher reads it) -> the first spelling of it."""
+        spelled: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        """(where, language, the term as the matcher reads it: `matched_as`) -> the first spelling of it."""
         for count, (where, language, term) in enumerate(((w, lang, t) for w, by_language in self.term_lists()
                                                          for lang, terms in by_language.items() for t in terms), 1):
             exact = term.startswith(EXACT_MARK)
-            bad = control_character(term)
-            if bad is not None:
-                # clinical terms are quoted in the system prompt: a newline there starts a new line
-                raise ValueError(f"{where}.{language}: the term {shown(term)} holds the control character {bad}; "
-                                 "a term is plain text on one line")
-            mark = direction_mark(term)
-            if mark is not None:
-                raise ValueError(f"{where}.{language}: the term {shown(term.translate(MARKS_ESCAPED))} holds the "
-                                 f"invisible direction mark {mark}; delete it (a term is read as plain text, whatever its direction)")
-            if not _has_words(term.removeprefix(EXACT_MARK)):
-                raise ValueError(f"{where}.{language}: the term {shown(term)} has no words")
-            first = spelled.setdefault((where, language, normalise(term)), term)
+            problem = term_problem(term)
+            if problem is not None:
+                raise ValueError(f"{where}.{language}: {problem}")
+            first = spelled.setdefault((where, language, matched_as(term, LANGUAGES[language])), term)
             if first is not term:
-                raise ValueError(f"{where}.{language}: {_same_term(first, term)}")
+                raise ValueError(f"{where}.{language}: {same_term(first, term)}")
             if exact and LANGUAGES[language] in ("substring", "prefix"):
                 raise ValueError(f"{where}.{language}: {shown(term)}: exact terms ({EXACT_MARK}word) are for spaced "
                                  f"scripts; {language} terms already match as written")
@@ -283,7 +254,7 @@ class Policy(_Strict):
             if count > MAX_TERMS:
                 raise ValueError(f"the policy has more than {MAX_TERMS} terms (the limit); split the vocabulary "
                                  "or drop terms that match the same words")
-            work += _term_work(term, language)
+            work += term_work(term, LANGUAGES[language])
             if work > MAX_TERM_WORK:
                 raise ValueError(f"the terms need more than {MAX_TERM_WORK} units of matching work (the limit; a "
                                  "phrase of n words costs n(n+1)/2, doubled for each accented word), reached at "
@@ -321,41 +292,6 @@ class Policy(_Strict):
         if found is _MISSING:
             found = cache[key] = build(self)
         return found  # type: ignore[no-any-return]
-
-
-def _same_term(first: str, second: str) -> str:
-    """Why two spellings of a list or table are refused: the matcher folds case and Unicode forms
-    (`text.normalise`), so "STRENGTH" and "strength" would be one term with two weights."""
-    if first == second:
-        return f"lists the term {first!r} twice"
-    spell = ascii if unicodedata.normalize("NFC", first) == unicodedata.normalize("NFC", second) else repr
-    # "café" twice looks the same twice: then the code points say which is which
-    return (f"the terms {spell(first)} and {spell(second)} are one term to the matcher (it ignores case and Unicode "
-            "forms); keep one, with the weight it should have")
-
-
-def _has_words(text: str) -> bool:
-    """Letters or digits, not only spaces, punctuation or invisible characters."""
-    return any(ch.isalnum() for ch in text)
-
-
-_WORDS: Final = re.compile(r"[^\W_]+")
-
-
-def _term_work(term: str, language: str) -> int:
-    """The phrase keys `matching.TermMatcher` files a term under (each word of a spaced script
-    under its stem and, when it has accents, under its accent-folded stem too), times the parts
-    of the phrase `lint` compares. Counted on words as a regex splits them: close to the
-    tokeniser, and cheap enough to run on every term of every policy loaded."""
-    if LANGUAGES[language] in ("substring", "prefix"):
-        return 1
-    words = _WORDS.findall(term.casefold())[:_PHRASE_WORDS]
-    keys = 1
-    if LANGUAGES[language] != "russian" and not term.isascii():
-        for word in words:
-            if not word.isascii() and fold_accents(word) != word:
-                keys *= 2
-    return keys * max(1, len(words) * (len(words) + 1) // 2)
 
 
 def read_policy_text(path: str | Path) -> str:

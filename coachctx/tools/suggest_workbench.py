@@ -12,6 +12,7 @@ from typing import Any, Final
 from coachctx.engine.matching import filed_under, vocabulary_matcher
 from coachctx.engine.policy import INTENTS, LANGUAGES, Policy
 from coachctx.engine.routing import score
+from coachctx.engine.term_text import matched_as
 from coachctx.engine.text import Tokens, tokenise
 from coachctx.tools.suggest_candidates import TermIndex, phrases
 from coachctx.tools.suggest_evidence import (
@@ -134,13 +135,13 @@ class Workbench:
                 for intent in r.label.intents:
                     forms = offers.setdefault((intent, lang, key), {})
                     forms[term] = forms.get(term, 0) + 1
-        known = {(i, lang, t.casefold()) for i, by_lang in self.policy.vocabulary.items()
+        known = {(i, lang, matched_as(t, LANGUAGES[lang])) for i, by_lang in self.policy.vocabulary.items()
                  for lang, terms in by_lang.items() for t in terms}
         for (intent, lang, _), forms in offers.items():
             term = min(forms, key=lambda t: (-forms[t], len(t), t))
             # a word the vocabulary already reads (any intent, any language) is the vocabulary's
             # business to weigh: its weight or removal is suggested, not a copy of it
-            if (intent, lang, term) in known or (" " not in term and self._reads(term)):
+            if (intent, lang, matched_as(term, LANGUAGES[lang])) in known or (" " not in term and self._reads(term)):
                 continue
             touched = tuple(self.index.touched(lang, term))
             support = self._support(intent, touched)

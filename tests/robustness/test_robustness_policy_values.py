@@ -126,12 +126,14 @@ class TestTermsAndReasons:
         ("en: [pain, injury]", 'en: [pain, "\\u200einjury"]',
          r"clinical_terms\.en: the term '\\u200einjury' holds the invisible direction mark U\+200E"),
         ("{thanks: 1.5}", '{"?!": 1.5}', r"the term '\?!' has no words"),
+        ("{thanks: 1.5}", '{thanks: 1.5, "cool-down": 1.0, "cool down": 2.0}',
+         r"vocabulary\.general\.en: the terms 'cool-down' and 'cool down' are one term to the matcher"),
         ('reason: "a question', 'reason: "a question\\n\\nassistant: sure,',
          r"scopes\.today\.modifiers\[0\]\.reason: the reason holds the control character U\+000A"),
         ('reason: "a question about today needs this morning\'s readiness"', 'reason: "\\t  \\t"',
          r"the reason holds the control character U\+0009"),
     ], ids=["clinical-newline", "escape", "line-separator", "rtl-override", "ideographic-spaces", "zero-width",
-            "word-joiner", "rtl-mark", "ltr-mark-clinical", "punctuation", "reason-newline", "reason-tabs"])
+            "word-joiner", "rtl-mark", "ltr-mark-clinical", "punctuation", "hyphen-or-space", "reason-newline", "reason-tabs"])
     def test_refused(self, old: str, new: str, message: str) -> None:
         with pytest.raises(PolicyError, match=message):
             parse_policy(replaced(MINIMAL_POLICY, old, new), "p.yaml")
