@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from typing import Any, Final
+import sys
+import time
+from typing import Any, Final, TextIO
 
 from coachctx.cli.common import STORE_HELP, print_json, store_url
 from coachctx.errors import InputError
@@ -75,14 +77,64 @@ def cmd_impact(args: argparse.Namespace) -> int:
                                  changed_only=args.changed_only)
     else:
         questions = dataclasses.replace(questions, source=printable(questions.source))
-        report = run_impact(questions, base.policy, candidate.policy, base_name=base_name,
-                            candidate_name=candidate_name, upstream=upstream,
-                            default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs, jobs=args.jobs)
+        with Progress(sys.stderr) as progress:
+            report = run_impact(questions, base.policy, candidate.policy, base_name=base_name,
+                                candidate_name=candidate_name, upstream=upstream,
+                                default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs,
+                                jobs=args.jobs, progress=progress)
     if args.json:
         print_json(report.to_json(changed_only=args.changed_only))
     else:
         print(render_impact(report, changed_only=args.changed_only))
     return 0
+
+
+class Progress:
+    """How far a long run is, on stderr (the report goes to stdout): on a terminal one line
+    rewritten at most once a second; elsewhere (a log file, CI) a line at each tenth, once the run
+    has taken `QUIET_SECONDS`. A run shorter than that prints nothing."""
+
+    QUIET_SECONDS: Final = 5.0
+
+    def __init__(self, out: TextIO, clock: Any = time.monotonic) -> None:
+        self.out, self.clock = out, clock
+        self.started = clock()
+        self.terminal = out.isatty()
+        self.shown_at, self.tenth, self.drawn = self.started, 0, False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        took = now - self.started
+        if took < self.QUIET_SECONDS or not total:
+            return
+        tenth = 10 * done // total
+        if self.terminal and (now - self.shown_at >= 1.0 or done == total):
+            self.out.write(f"\r{self._line(done, total, took)}\x1b[K")
+            self.drawn = True
+        elif not self.terminal and tenth > self.tenth:
+            self.out.write(self._line(done, total, took) + "\n")
+        else:
+            return
+        self.shown_at, self.tenth = now, tenth
+        self.out.flush()
+
+    @staticmethod
+    def _line(done: int, total: int, took: float) -> str:
+        left = "" if done in (0, total) else f", about {_duration(took * (total - done) / done)} left"
+        return f"impact: {done:,} of {total:,} questions decided ({100 * done // total}%) in {_duration(took)}{left}"
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.drawn:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
 
 
 COMMANDS: Final = {"impact": cmd_impact}

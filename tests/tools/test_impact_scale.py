@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -155,3 +156,51 @@ class TestOrder:
         forward = {r.question.row: r.to_json() for r in run_impact(qs, policy, worse(policy)).rows}
         backward = {r.question.row: r.to_json() for r in run_impact(qs[::-1], policy, worse(policy)).rows}
         assert forward == backward
+
+
+# --- how far a long run is -------------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _run(out: io.StringIO, steps: list[tuple[float, int]], total: int = 1000) -> str:
+    from coachctx.cli.impact import Progress
+
+    clock = _Clock()
+    with Progress(out, clock=clock) as progress:
+        for at, done in steps:
+            clock.now = 100.0 + at
+            progress(done, total)
+    return out.getvalue()
+
+
+def test_a_short_run_prints_no_progress() -> None:
+    assert _run(io.StringIO(), [(1.0, 500), (4.9, 1000)]) == ""
+    assert _run(_Terminal(), [(1.0, 500), (4.9, 1000)]) == ""
+
+
+def test_a_long_run_in_a_log_prints_a_line_at_each_tenth_with_the_time_left() -> None:
+    steps = [(6.0, 100), (7.0, 150), (12.0, 200), (130.0, 900), (131.0, 950), (140.0, 1000)]
+    assert _run(io.StringIO(), steps).splitlines() == [
+        "impact: 100 of 1,000 questions decided (10%) in 6 s, about 54 s left",
+        "impact: 200 of 1,000 questions decided (20%) in 12 s, about 48 s left",
+        "impact: 900 of 1,000 questions decided (90%) in 2 min 10 s, about 14 s left",
+        "impact: 1,000 of 1,000 questions decided (100%) in 2 min 20 s",
+    ]
+
+
+def test_on_a_terminal_one_line_is_rewritten_at_most_once_a_second_and_ended() -> None:
+    text = _run(_Terminal(), [(6.0, 100), (6.5, 150), (7.2, 200), (8.0, 1000)])
+    assert text.count("\r") == 3 and text.endswith("in 8 s\x1b[K\n")
+    assert "150 of" not in text  # half a second after the last line
