@@ -81,7 +81,7 @@ def cmd_impact(args: argparse.Namespace) -> int:
             report = run_impact(questions, base.policy, candidate.policy, base_name=base_name,
                                 candidate_name=candidate_name, upstream=upstream,
                                 default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs,
-                                jobs=args.jobs, progress=progress)
+                                jobs=args.jobs, progress=progress, changed_only=args.changed_only)
     if args.json:
         print_json(report.to_json(changed_only=args.changed_only))
     else:

@@ -44,7 +44,7 @@ from coachctx.engine.text import Tokens, tokenise
 from coachctx.engine.token_count import count_once
 from coachctx.errors import InputError
 from coachctx.reading import shown
-from coachctx.tools.impact_report import ImpactReport, Outcome, RowImpact, describe_changes
+from coachctx.tools.impact_report import ImpactReport, Outcome, RowImpact, Totals, describe_changes
 from coachctx.tools.questions import Question, QuestionSet
 
 DEFAULT_ATHLETE: Final = "maya"
@@ -302,11 +302,13 @@ CHUNK_ROWS: Final = 2000
 def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candidate: Policy, *,
                base_name: str = "base", candidate_name: str = "candidate", upstream: Upstream | None = None,
                default_athlete: str = DEFAULT_ATHLETE, cost_mode: CostMode = "hand",
-               progress: Progress | None = None, jobs: int = 1) -> ImpactReport:
+               progress: Progress | None = None, jobs: int = 1, changed_only: bool = False) -> ImpactReport:
     """Decide every question under both policies and compare. Never calls a model.
 
     `jobs` > 1 decides chunks of the set in that many worker processes (the upstream must then
-    pickle); rows come back in the set's order, so the report is the same as with one."""
+    pickle); rows come back in the set's order, so the report is the same as with one.
+    `changed_only` keeps only the rows whose decision changed, with the figures over every row
+    added up chunk by chunk (`Totals`): a large log's unchanged rows are not held."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"jobs must be a whole number >= 1, got {jobs!r}")
     started = time.perf_counter()
@@ -320,11 +322,17 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
     chunks = [qs[i:i + size] for i in range(0, total, size)]
     rows: list[RowImpact] = []
     done = 0
+    totals: Totals | None = None
 
     def collect(results: Iterable[ChunkResult]) -> None:
-        nonlocal done
+        nonlocal done, totals
         for chunk, result in zip(chunks, results, strict=True):
-            rows.extend(result.rows)
+            if changed_only:
+                part = Totals.of(result.rows)
+                totals = part if totals is None else totals + part
+                rows.extend(r for r in result.rows if r.changed)
+            else:
+                rows.extend(result.rows)
             skipped.extend(result.skipped)
             done += len(chunk)
             if progress is not None:
@@ -343,4 +351,5 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
     return ImpactReport(source=questions.source if isinstance(questions, QuestionSet) else "<questions>",
                         base_name=base_name, candidate_name=candidate_name, base_digest=base.digest,
                         candidate_digest=candidate.digest, rows=tuple(rows),
-                        skipped=tuple(sorted(skipped)), seconds=time.perf_counter() - started)
+                        skipped=tuple(sorted(skipped)), seconds=time.perf_counter() - started,
+                        totals=totals if changed_only else None)

@@ -49,6 +49,15 @@ class TestProcesses:
         assert one.summary()["changed"] > 0 and one.skipped  # 'nobody' is skipped, with its row
         assert without_timing(two.to_json()) == without_timing(one.to_json())
 
+    def test_changed_only_holds_the_changed_rows_and_the_figures_over_all(self, policy: Policy) -> None:
+        qs = [Question(i, r["question"], athlete=r["athlete"], tier=r["tier"]) for i, r in enumerate(log_rows(), 1)]
+        every = run_impact(qs, policy, worse(policy))
+        for jobs in (1, 2):
+            changed = run_impact(qs, policy, worse(policy), changed_only=True, jobs=jobs)
+            assert len(changed.rows) == every.summary()["changed"] < len(every.rows)
+            assert without_timing(changed.to_json(changed_only=True)) == \
+                without_timing(every.to_json(changed_only=True))
+
     def test_progress_reaches_the_end(self, policy: Policy) -> None:
         calls: list[tuple[int, int]] = []
         qs = [Question(i, f"question {i} about sleep") for i in range(1, 120)]
