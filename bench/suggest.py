@@ -39,8 +39,11 @@ METHOD: Final = (
     "with; a term is removed, or made lighter or heavier, only when it meets as many more rows against the edit "
     "than for it), then every word or phrase an intent's rows share "
     f"({100 * _D.reinforce_precision:.0f}% of the rows it meets) that breaks no row, at weight "
-    f"{_D.reinforce_weight:g} (it may leave a row the rules decided unsure), then the first step again. A "
-    "candidate term is never a function word, nor a word the matcher stems like one of its language's "
+    f"{_D.reinforce_weight:g} (it may leave a row the rules decided unsure), and every function word an intent's "
+    f"rows share ({100 * _D.everyday_precision:.0f}% of the rows it meets, {_D.everyday_support:g} more rows of "
+    f"its intent than of others) that breaks no row, at weight {_D.everyday_weight:g}, so that a question "
+    "matching nothing else (\"what should i do today\") is not left to the fallback; then the first step again. "
+    "Otherwise a candidate term is never a function word, nor a word the matcher stems like one of its language's "
     f"{FUNCTION_STEM_TOP} commonest (\"whats\" is \"what\"), "
     "and a Japanese piece never starts with Hiragana. A term is filed under the row's language when it is in that "
     "language's script, or when it is a language of another script written in Latin letters (romanised Hindi, "
@@ -159,6 +162,10 @@ CANDIDATES: Final[Mapping[str, LearnSettings]] = {
     "new terms at weight 1 only": _(LEARN_DEFAULTS, new_weights=(1.0,)),
     "new terms at 0.5, 1 or 1.5": _(LEARN_DEFAULTS, new_weights=(0.5, 1.0, 1.5)),
     "no reinforcement": _(LEARN_DEFAULTS, reinforce=False),
+    "no function words": _(LEARN_DEFAULTS, everyday_weight=0.0),
+    "function words at support 1, precision 0.6": _(LEARN_DEFAULTS, everyday_support=1.0, everyday_precision=0.6),
+    "function words at support 3, precision 0.8": _(LEARN_DEFAULTS, everyday_support=3.0, everyday_precision=0.8),
+    "function words at support 5, precision 0.9": _(LEARN_DEFAULTS, everyday_support=5.0, everyday_precision=0.9),
 }
 """The settings `--choose` compares, by name."""
 

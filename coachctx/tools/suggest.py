@@ -110,6 +110,17 @@ class LearnSettings:
     """Whether a reinforcing word must leave every row the rules decide to the rules. When False, a
     word may make such a row unsure (a model call, with a model; the same route without): requiring
     it refused the words an intent's rows share most, beside other intents' terms."""
+    everyday_weight: float = 0.01
+    """The weight of a function word ("today", "dzisiaj", "σήμερα") the rows of an intent share,
+    added in step 2 beside the reinforcing words (0 for none): below every other term, it routes a
+    question that matched nothing else ("what should i do today") instead of leaving it to the
+    fallback. Chosen on the tune splits: 0.01 at support 2 and precision 0.7 recovered 68.4% of the
+    gap against 61.2% without; support 1-2 at precision 0.6-0.7 recovered the same, 5 at 0.9 less
+    (64.3%), 3 at 0.8 65.3%."""
+    everyday_support: float = 2.0
+    """A function word must meet this many more (weighted) rows of its intent than of others."""
+    everyday_precision: float = 0.7
+    """The share of the (weighted) rows a function word meets that must be labelled with its intent."""
 
 
 LEARN_DEFAULTS: Final = LearnSettings()
@@ -125,7 +136,8 @@ def learn(rows: Sequence[LabelledRow], policy: Policy, *, max_edits: int = 10_00
     2. reinforce: every word or phrase the rows of one intent share (`settings.reinforce_precision`
        of the rows it meets, and `settings.reinforce_support` more rows of the intent than of
        others) and that breaks no row, at `settings.reinforce_weight`: the rows do not need it,
-       the next question may;
+       the next question may; and every function word they share (`settings.everyday_*`) that
+       breaks no row, at `settings.everyday_weight`, for a question that matches nothing else;
     3. fix again what step 2 disturbed.
     """
     tokens = [tokenise(r.question) for r in rows]
@@ -136,6 +148,10 @@ def learn(rows: Sequence[LabelledRow], policy: Policy, *, max_edits: int = 10_00
         chosen = bench.reinforcements(settings.reinforce_support, settings.reinforce_precision,
                                       settings.reinforce_weight, settings.reinforce_per_row,
                                       settings.reinforce_keeps_rules)[:max_edits - len(applied)]
+        if settings.everyday_weight:
+            bench = Workbench(rows, apply_edits(policy, chosen), tokens, index)
+            chosen += bench.everyday(settings.everyday_support, settings.everyday_precision,
+                                     settings.everyday_weight)[:max_edits - len(applied) - len(chosen)]
         policy = apply_edits(policy, chosen)
         policy, fixed = _fix(rows, policy, tokens, index, settings, max_edits - len(applied) - len(chosen),
                              max_rounds)

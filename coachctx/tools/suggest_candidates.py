@@ -54,6 +54,19 @@ _SAMPLE: Final[Mapping[str, str]] = {
 """A letter of each policy language's script."""
 
 
+def everyday_terms(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
+    """The words of a question that `phrases` refuses as function words ("today", "dzisiaj"):
+    terms only at the lightest weight, for a question nothing else matched."""
+    out: set[tuple[str, str]] = set()
+    for w in tokens.words:
+        if w.isdigit() or (len(w) < 3 and script_of(w[0]) != "Hangul") or _JAMO.fullmatch(w):
+            continue
+        lang = _language_of(row, [w])
+        if LANGUAGES[lang] != "substring" and is_function_word(w, lang):
+            out.add((lang, w))
+    return out
+
+
 def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
     """(language, term) candidates a question offers: its words and runs of two or three words
     that begin and end with a content word, and the two- to four-character pieces of its Han/Kana

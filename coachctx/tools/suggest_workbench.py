@@ -5,7 +5,7 @@ measured with the edit compiled into the matcher."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -14,7 +14,7 @@ from coachctx.engine.policy import INTENTS, LANGUAGES, Policy
 from coachctx.engine.routing import score
 from coachctx.engine.term_text import matched_as
 from coachctx.engine.text import Tokens, tokenise
-from coachctx.tools.suggest_candidates import TermIndex, phrases
+from coachctx.tools.suggest_candidates import TermIndex, everyday_terms, phrases
 from coachctx.tools.suggest_evidence import (
     Edit,
     RoutedRow,
@@ -121,8 +121,21 @@ class Workbench:
         return round(sum(r.label.weight * (1 if intent in r.label.intents else -1)
                          for r in (self.rows[i] for i in touched)), 6)
 
+    def everyday(self, min_support: float, precision: float, weight: float) -> list[Edit]:
+        """Terms for function words the rows of an intent share ("today" in what-should-I-do
+        questions), at a weight below every other term: each breaks no row, and routes a question
+        nothing else matched, which would otherwise take the fallback."""
+        found = []
+        for c in self._additions(min_support, self.rows, every_row=True, weights=(weight,), offer=everyday_terms):
+            pos = sum(self.rows[i].label.weight for i in c.touched if c.edit.intent in self.rows[i].label.intents)
+            total = sum(self.rows[i].label.weight for i in c.touched)
+            if total and pos / total >= precision and not self.estimate(c).breaks:
+                found.append((c.support, c.edit))
+        return [e for _, e in sorted(found, key=lambda se: (-se[0], se[1].intent, se[1].language, se[1].term))]
+
     def _additions(self, min_support: float, rows: Sequence[RoutedRow], every_row: bool = False,
-                   weights: Sequence[float] = NEW_WEIGHTS) -> Iterable[Candidate]:
+                   weights: Sequence[float] = NEW_WEIGHTS,
+                   offer: Callable[[LabelledRow, Tokens], set[tuple[str, str]]] = phrases) -> Iterable[Candidate]:
         """A word or phrase of a row the rules missed (wrong, or right but unsure) for the one of its
         labels the word means (`_meant`), once per stem: "taper", "tapers" and "tapering" are one
         candidate, shown as the form the rows use most."""
@@ -130,7 +143,7 @@ class Workbench:
         for r in rows:
             if r.correct and r.ruled and not every_row:
                 continue
-            for lang, term in sorted(phrases(r.label, r.tokens)):
+            for lang, term in sorted(offer(r.label, r.tokens)):
                 key = filed_under(term, lang)
                 for intent in r.label.intents:
                     forms = offers.setdefault((intent, lang, key), {})
