@@ -22,6 +22,7 @@ from browser_support import (
     ask,
     assert_line_numbers_follow_the_text,
     clipped_labels,
+    commit,
     download_policy,
     no_exception,
     open_tab,
@@ -50,14 +51,12 @@ def test_pain_question_selects_both_readiness_fragments_and_the_policy_downloads
         withheld = page.locator(".coachctx-withheld")
         question = page.get_by_label(QUESTION)
 
-        question.fill("")
-        question.press_sequentially("How much protein per day?")
-        question.press("Enter")
+        commit(page, question, "How much protein per day?")
+        expect(withheld).to_have_count(1, timeout=UI_TIMEOUT_MS)
         expect(withheld).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
 
-        question.fill("")
-        question.press_sequentially(pg.PAIN_QUESTION)
-        question.press("Enter")
+        commit(page, question, pg.PAIN_QUESTION)
+        expect(sent).to_have_count(1, timeout=UI_TIMEOUT_MS)
         expect(sent).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
         expect(sent).to_contain_text("readiness_training")
         expect(withheld).not_to_contain_text("readiness_training")

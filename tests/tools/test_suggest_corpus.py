@@ -86,3 +86,13 @@ def test_the_settings_are_chosen_on_a_fixed_split_inside_the_tune_half() -> None
             mine = sum(r.lang == lang for r in rows)
             assert sum(r.lang == lang for r in fit) == round(0.7 * mine)
     assert inner_split(rows, INNER_SEEDS[0])[1] != inner_split(rows, INNER_SEEDS[1])[1]
+
+
+def test_learning_from_the_tune_half_recovers_most_of_the_thinned_gap_on_the_test_half(policy: Policy) -> None:
+    """Issue 9's bar, as `make bench` measures it (section 3c): the whole tune half learned from,
+    the test half only measured. 69.9% before function words were learned (2026-12-06), 80.8% after."""
+    from bench.suggest import measure_suggest
+
+    result = measure_suggest(policy)
+    assert result.figure("test", "learned", "route_accuracy") > result.figure("test", "thinned", "route_accuracy")
+    assert result.recovered("test") >= 0.80
