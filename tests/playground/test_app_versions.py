@@ -190,6 +190,22 @@ class TestVersionActions:
         assert at.session_state["draft_base"] == 1
 
 
+def test_a_page_on_the_stored_checked_in_policy_says_so_from_its_first_run_and_keeps_no_draft(
+        store_url: str) -> None:
+    """The checked-in policy saved as version 1: the first run already names version 1, so the first
+    question reruns the inputs and decision alone, not the whole page (which once left the old
+    decision drawn beside the new one in a slow browser); and an untouched draft is not stored."""
+    with PolicyStore(store_url) as store:
+        store.save(read_policy_text(CHECKED_IN), message="checked in", author="ana", label="live")
+    at = started()
+    header = [c for c in texts(at.caption) if "Deciding with" in c]
+    assert "stored version 1" in header[0] and at.session_state["draft_base"] == 1
+    key = at.session_state["draft_kept"] if "draft_kept" in at.session_state else None
+    at.text_input(key="question").set_value("How much protein per day?").run()
+    assert [c for c in texts(at.caption) if "Deciding with" in c] == header
+    assert (at.session_state["draft_kept"] if "draft_kept" in at.session_state else None) == key is None
+
+
 class TestVersions:
     def test_diff_between_two_versions_lists_the_moved_fragment(self, store_url: str) -> None:
         with PolicyStore(store_url) as store:

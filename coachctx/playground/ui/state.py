@@ -143,8 +143,8 @@ def keep_draft(policies: Policies, sv: StoreView) -> None:
     state = (ss["policy_yaml"], ss.get("draft_base"))
     if state == ss.get("draft_kept"):
         return
-    if ss.get("draft_kept") is None and state == (policies.checked_in_text, None):
-        return  # nothing edited yet: nothing to keep
+    if ss.get("draft_kept") is None and state[0] == policies.checked_in_text:
+        return  # nothing edited yet (whatever stored version it equals, `origin_of`): nothing to keep
     if sv.store is None:
         ss["draft_keep_error"] = f"the policy store cannot be used ({sv.error})"
         return
@@ -205,4 +205,9 @@ def origin_of(policies: Policies, sv: StoreView) -> pg.PolicyOrigin:
                               base=ss.get("draft_base"))
     if ss.get("draft_base") is None and origin.version is not None and policies.draft.ok:
         ss["draft_base"] = int(origin.version)
+        # and said as the next run will say it: a page drawn with the origin of before would be
+        # drawn again, whole, at the first question (a fragment rerun finding the header stale)
+        origin = pg.policy_origin(policies.working.digest, checked_in_digest=policies.checked_in.digest,
+                                  checked_in_source=CHECKED_IN, versions=sv.versions, labels=sv.label_map,
+                                  base=ss["draft_base"])
     return origin
