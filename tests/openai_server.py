@@ -8,6 +8,7 @@ body) that never ends. Every such loop stops when the client hangs up or the ser
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from collections.abc import Iterator
@@ -22,7 +23,11 @@ class ChatBehaviour:
     """What the server does with the next requests: answer `content`, fail with `status`, wait
     `delay_s` first, or send `raw_body` as is."""
 
-    content: str | None = "injury"
+    content: Any = "injury"
+    """The message's content: text, or what a server might send instead (a list of parts, an object)."""
+    content_encoding: str | None = None
+    """Send the body compressed so, with that Content-Encoding (gzip is compressed; any other name
+    is only announced)."""
     status: int = 200
     delay_s: float = 0.0
     raw_body: bytes | None = None
@@ -116,9 +121,13 @@ class _ChatHandler(BaseHTTPRequestHandler):
         try:
             if b.endless_body:
                 out = b'{"choices": [{"message": {"content": "'
+            encoding = ""
+            if b.content_encoding is not None:
+                out = gzip.compress(out) if b.content_encoding == "gzip" else out
+                encoding = f"Content-Encoding: {b.content_encoding}\r\n"
             length = 1 << 40 if b.endless_body else len(out)
             head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: {content_type}\r\n"
-                    f"Content-Length: {length}\r\nConnection: close\r\n\r\n").encode()
+                    f"{encoding}Content-Length: {length}\r\nConnection: close\r\n\r\n").encode()
             self._write(head, b.trickle_head_s)
             self._write(out, b.trickle_body_s)
             while b.endless_body and not self.server.release.is_set():

@@ -85,7 +85,7 @@ Classifier = Callable[[str, Sequence[str]], ModelAnswer]
 
 def clean_label(raw: str | None, allowed: Sequence[str]) -> str | None:
     """The intent named by a model's raw answer, or None if it names none (or several)."""
-    if raw is None:
+    if not isinstance(raw, str):  # None, or whatever an endpoint sent that is not text
         return None
     text = raw.strip().strip("`'\".:;!* \n").casefold()
     if text.startswith("{"):

@@ -14,6 +14,7 @@ import functools
 import re
 import ssl
 import threading
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Coroutine
 from typing import Any, Final, TypeVar
 
@@ -42,12 +43,43 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters not kept]"
 
 
+class AnswerEncoded(Exception):
+    """The endpoint compressed its answer in a way the call does not read (br, zstd, ...)."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__(f"the endpoint's answer is compressed as {encoding[:40]!r}, which is not read; "
+                         "it was asked for plain bytes")
+
+
 class AnswerTooLarge(Exception):
     """The endpoint sent more than the call reads; raised while the bytes arrive, not after."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         super().__init__(f"the endpoint's answer is larger than {limit} bytes")
+
+
+class _DecodedCappedStream(httpx2.AsyncByteStream):
+    """A gzip or deflate answer decoded here, with the cap on what it decodes to: 250 kB of gzip
+    can stand for 250 MB. (httpx would decode after the cap on the wire bytes.)"""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+        self.inner, self.limit = inner, limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        decoder = zlib.decompressobj(wbits=47)  # gzip or zlib, told apart by the header
+        seen = 0
+        async for part in self.inner:
+            while part:
+                out = decoder.decompress(part, self.limit + 1 - seen)
+                seen += len(out)
+                if seen > self.limit:
+                    raise AnswerTooLarge(self.limit)
+                yield out
+                part = decoder.unconsumed_tail
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class _CappedStream(httpx2.AsyncByteStream):
@@ -79,11 +111,21 @@ def async_client(*, api_key: str | None, base_url: str | None, timeout_s: float,
     transport, a proxy's included)."""
 
     async def cap(response: httpx2.Response) -> None:
-        if isinstance(response.stream, httpx2.AsyncByteStream):
+        if not isinstance(response.stream, httpx2.AsyncByteStream):
+            return
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            # decoded here under the cap, and no longer by httpx
+            response.stream = _DecodedCappedStream(response.stream, max_bytes)
+            del response.headers["content-encoding"]
+        elif encoding not in ("", "identity"):
+            raise AnswerEncoded(encoding)
+        else:
             response.stream = _CappedStream(response.stream, max_bytes)
 
+    # asked for plain bytes; a compressed answer all the same is decoded under the cap (`cap`)
     http = httpx2.AsyncClient(timeout=timeout_s, follow_redirects=True, verify=_ssl_context(),
-                              event_hooks={"response": [cap]})
+                              headers={"Accept-Encoding": "identity"}, event_hooks={"response": [cap]})
     return openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s,
                               max_retries=0, http_client=http)
 

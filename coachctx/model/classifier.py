@@ -16,6 +16,7 @@ import openai
 from coachctx.engine.routing import ModelAnswer
 from coachctx.model.call import (
     MAX_ERROR_CHARS,
+    AnswerEncoded,
     AnswerTooLarge,
     ModelLoop,
     async_client,
@@ -80,13 +81,31 @@ class OpenAIClassifier:
                 temperature=0,
                 max_tokens=5,
             )
-            return response.choices[0].message.content if response.choices else None
+            return message_text(response.choices[0].message.content) if response.choices else None
+
+
+class NotAnAnswer(ValueError):
+    """The completion's content is neither text nor a list of text parts."""
+
+
+def message_text(content: object) -> str | None:
+    """A chat message's text: the string, or the text parts of the list form some servers send
+    (`[{"type": "text", "text": "injury"}]`) joined; `NotAnAnswer` for anything else."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        texts = [p.get("text") for p in content if p.get("type") == "text"]
+        if texts and all(isinstance(t, str) for t in texts):
+            return "".join(texts)  # type: ignore[arg-type]
+    raise NotAnAnswer(f"the endpoint's answer is not a chat completion (its content is a {type(content).__name__} "
+                      "of no text parts)")
 
 
 def _describe(e: Exception) -> str:
-    too_large = cause(e, AnswerTooLarge)
-    if too_large is not None:
-        return str(too_large)
+    for kind in (AnswerTooLarge, AnswerEncoded, NotAnAnswer):
+        found = cause(e, kind)
+        if found is not None:
+            return clip(str(found), MAX_ERROR_CHARS)
     if isinstance(e, openai.APIStatusError):
         return f"HTTP {e.status_code}"
     if isinstance(e, openai.APIError):

@@ -13,6 +13,7 @@ import openai
 from coachctx.errors import CoachctxError
 from coachctx.model.call import (
     MAX_ERROR_CHARS,
+    AnswerEncoded,
     AnswerTooLarge,
     ModelLoop,
     async_client,
@@ -83,6 +84,9 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
             too_large = cause(e, AnswerTooLarge)
             if too_large is not None:
                 raise ReplyError(f"the reply stream passed {MAX_REPLY_BYTES} bytes, so it was stopped") from e
+            encoded = cause(e, AnswerEncoded)
+            if encoded is not None:
+                raise ReplyError(str(encoded)) from e
             if isinstance(e, CoachctxError):
                 raise
             raise ReplyError(clip(f"the model call failed: {type(e).__name__}: {e}", MAX_ERROR_CHARS)) from e

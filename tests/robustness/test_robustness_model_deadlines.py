@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from openai_server import ChatBehaviour, ChatServer
@@ -184,3 +185,42 @@ class TestReplyDeadline:
         pieces = list(stream_reply(reply_config(server), [{"role": "user", "content": "pain \udc80 here"}]))
         assert "".join(pieces).endswith("see a physiotherapist.")
         assert server.requests[-1]["body"]["messages"][0]["content"] == "pain \ufffd here"
+
+
+class TestAnswerShapesAndEncodings:
+    """What some OpenAI-compatible servers send instead of a plain text content, and compressed
+    answers: read when they can be, a fallback with the reason when not; never a traceback, and
+    the byte cap counts what a compressed answer decodes to."""
+
+    @pytest.mark.timeout(10)
+    def test_content_as_a_list_of_text_parts_is_read(self, server: ChatServer, slow: OpenAIClassifier,
+                                                     policy: Policy, maya: Bundle) -> None:
+        server.behaviour = ChatBehaviour(content=[{"type": "text", "text": "inj"}, {"type": "text", "text": "ury"}])
+        decision = select(UNSURE, maya, policy, classifier=slow)
+        assert (decision.intent.name, decision.intent.source) == ("injury", "model")
+
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("content", [{"a": 1}, [{"type": "image_url"}], [1, 2]], ids=["object", "no-text", "numbers"])
+    def test_content_of_another_shape_falls_back_saying_so(self, server: ChatServer, slow: OpenAIClassifier,
+                                                           policy: Policy, maya: Bundle, content: Any) -> None:
+        server.behaviour = ChatBehaviour(content=content)
+        decision = select(UNSURE, maya, policy, classifier=slow)
+        assert decision.intent.fallback_reason == "model_error"
+        assert "is not a chat completion (its content is a" in decision.intent.reason
+
+    @pytest.mark.timeout(10)
+    def test_a_gzip_answer_is_read_and_a_gzip_bomb_is_cut_at_the_cap_on_its_decoded_size(
+            self, server: ChatServer, slow: OpenAIClassifier) -> None:
+        server.behaviour = ChatBehaviour(content_encoding="gzip")
+        assert slow(UNSURE, INTENTS).raw == "injury"
+        assert server.requests[-1]["headers"]["accept-encoding"] == "identity"
+        bomb = b'{"choices": [{"message": {"content": "' + b" " * (40 * MAX_ANSWER_BYTES)  # 10 MB: 10 kB of gzip
+        server.behaviour = ChatBehaviour(raw_body=bomb, content_encoding="gzip")
+        answer = slow(UNSURE, INTENTS)
+        assert answer.error == f"the endpoint's answer is larger than {MAX_ANSWER_BYTES} bytes"
+
+    @pytest.mark.timeout(10)
+    def test_an_encoding_that_is_not_read_is_named(self, server: ChatServer, slow: OpenAIClassifier) -> None:
+        server.behaviour = ChatBehaviour(content_encoding="br")
+        answer = slow(UNSURE, INTENTS)
+        assert answer.raw is None and "compressed as 'br', which is not read" in (answer.error or "")
