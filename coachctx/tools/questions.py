@@ -235,6 +235,13 @@ def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any
     except csv.Error as e:  # a header cell past the csv module's field limit, an unclosed quote
         raise InputError(f"{source}: not valid CSV in the header ({e})") from e
     columns = [c.strip().casefold() for c in header]
+    twice = next((c for i, c in enumerate(columns) if c and c in columns[:i]), None)
+    if twice is not None:
+        raise InputError(f"{source}: line 1: the column {shown(twice)} appears twice in the header "
+                         "(which one is meant?)")
+    both = both_spellings(columns)
+    if both is not None:
+        raise InputError(f"{source}: line 1: {both}")
     if "question" not in columns and "q" not in columns:
         # the header is data: a quoted newline or 100 kB in it must not make the error span lines
         names = printable(", ".join(header)) or "nothing"
@@ -290,7 +297,23 @@ def _text(record: Mapping[str, Any], key: str) -> str | None:
 
 
 
+SPELLINGS: Final = (("question", "q"), ("intents", "intent"))
+"""Two names a question set's rows may give one field by; a row holds one of each pair."""
+
+
+def both_spellings(names: Iterable[str], pairs: Iterable[tuple[str, str]] = SPELLINGS) -> str | None:
+    """What is wrong when a row or header names a field both ways (`question` and `q`), or None."""
+    present = set(names)
+    for a, b in pairs:
+        if a in present and b in present:
+            return f"both `{a}` and `{b}` are given (which one is meant?)"
+    return None
+
+
 def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Question:
+    both = both_spellings(record)
+    if both is not None:
+        raise ValueError(both)
     q = record.get("question", record.get("q"))
     if not isinstance(q, str) or not q.strip():
         raise ValueError("the question is empty" if q in (None, "") or isinstance(q, str)

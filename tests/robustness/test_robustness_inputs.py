@@ -209,6 +209,7 @@ class TestJson:
             '{"question": "rest day?", "athlete": NaN}',
             '{"question": "was ist mit \u2028 dem Wetter?"}',  # a raw U+2028 is JSON text, not a line end
             '{"question": "rest day?", "question": "sore knee?"}',  # which one was asked?
+            '{"q": "rest day?", "question": "sore knee?"}',  # nor here
         ]
         questions = parse_questions("\n".join(rows) + "\n", "jsonl", "log.jsonl")
         assert [q.row for q in questions.questions] == [1, 5]
@@ -217,6 +218,7 @@ class TestJson:
             3: "question: text holds a lone surrogate (not valid Unicode)",
             4: "not valid JSON: NaN is not a JSON number",
             6: "the key 'question' appears twice in one object (which value is meant?)",
+            7: "both `question` and `q` are given (which one is meant?)",
         }
 
     @pytest.mark.timeout(10)

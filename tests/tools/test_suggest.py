@@ -238,9 +238,14 @@ class TestReading:
         ('{"question": "", "intents": ["injury"]}\n', r"line 1: no question"),
         ('{"question": "a", "intents": ["injury"], "origin": "robot"}\n', r"row 1: origin must be coach or model"),
         ('{"question": "a"}\n', r"no labelled rows"),
-    ], ids=["unknown-intent", "not-json", "empty-question", "bad-origin", "no-labels"])
+        ('{"question": "a", "intents": ["injury"], "needs": ["nonesuch"]}\n', r"line 1: needs: unknown fragment 'nonesuch'"),
+        ('{"q": "knee pain", "question": "eat", "intents": ["injury"]}\n',
+         r"line 1: both `question` and `q` are given \(which one is meant\?\)"),
+        ('question,intents,intents\nknee pain,injury,training\n', r"line 1: the column 'intents' appears twice"),
+    ], ids=["unknown-intent", "not-json", "empty-question", "bad-origin", "no-labels", "unknown-need", "question-and-q",
+            "column-twice"])
     def test_a_bad_log_names_the_line(self, tmp_path: Path, text: str, message: str) -> None:
-        log = tmp_path / "log.jsonl"
+        log = tmp_path / ("log.jsonl" if text.startswith("{") else "log.csv")
         log.write_text(text, encoding="utf-8")
         with pytest.raises(InputError, match=message):
             read_labelled(log)
