@@ -83,6 +83,31 @@ def error_text(e: CoachctxError) -> str:
     return printable(str(e))
 
 
+class _WatchedOutput:
+    """Standard output, remembering whether writing it failed: a full disk or /dev/full raises
+    an OSError that names no file, and the message should say it was the answer not written."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.failed = inner, False
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.inner.write(text))
+        except OSError:
+            self.failed = True
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.inner.flush()
+        except OSError:
+            self.failed = True
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
@@ -90,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not None:
             print("coachctx: standard output is closed; nothing could be written", file=sys.stderr)
         return EXIT_USAGE
+    watched = sys.stdout = _WatchedOutput(sys.stdout)
     try:
         _check_arguments(args)
         code = COMMANDS[args.command](args)
@@ -104,10 +130,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
+        if not e.filename and watched.failed:
+            where = "cannot write standard output: "  # a full disk, /dev/full: the answer was not written
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor retried at exit
         print(f"coachctx: {printable(where + str(e.strerror or e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    finally:
+        sys.stdout = watched.inner
 
 
 if __name__ == "__main__":

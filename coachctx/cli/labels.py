@@ -139,7 +139,8 @@ def cmd_labels(args: argparse.Namespace) -> int:
         store.add_question_labels(labels)
         added = len(store.question_labels()) - before
     print(f"imported {added} label(s) from {printable(args.file)} into {store.display_url}"
-          + (f"; {len(labels) - added} were stored already" if added < len(labels) else ""))
+          + (f"; {len(labels) - added} {'was' if len(labels) - added == 1 else 'were'} stored already"
+             if added < len(labels) else ""))
     return 0
 
 

@@ -183,8 +183,8 @@ def _within_limits(text: str, limits: YamlLimits) -> bool:
 
 def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     raise yaml.constructor.ConstructorError(
-        None, None, f"the tag {node.tag!r} is not allowed in a policy (use plain lists, mappings, text and numbers)",
-        node.start_mark)
+        None, None, f"the tag {node.tag!r} is not allowed (a policy or a question set holds plain lists, "
+        "mappings, text and numbers)", node.start_mark)
 
 
 # Safe, but not plain data: a `!!set` would give primary an order that changes per process.

@@ -328,3 +328,17 @@ class TestTraceOut:
         finally:
             locked.chmod(0o700)
         assert list(locked.iterdir()) == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_an_answer_that_cannot_be_written_says_standard_output() -> None:
+    """`coachctx explain ... > /dev/full` (a full disk): one line naming standard output, exit 2."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "coachctx.cli", "explain", "pain", "--athlete", "maya"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr == "coachctx: cannot write standard output: No space left on device\n"
