@@ -80,18 +80,22 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
                              "COACHCTX_REPLY_TIMEOUT)") from e
         except openai.APIStatusError as e:
             raise ReplyError(f"the model endpoint answered HTTP {e.status_code}: {clip(e.message, 200)}") from e
+        except CoachctxError:
+            raise
         except Exception as e:  # the SDK wraps transport errors mid-stream too (connection, a reply too large)
-            too_large = cause(e, AnswerTooLarge)
-            if too_large is not None:
-                raise ReplyError(f"the reply stream passed {MAX_REPLY_BYTES} bytes, so it was stopped") from e
-            encoded = cause(e, AnswerEncoded)
-            if encoded is not None:
-                raise ReplyError(str(encoded)) from e
-            if isinstance(e, CoachctxError):
-                raise
-            raise ReplyError(clip(f"the model call failed: {type(e).__name__}: {e}", MAX_ERROR_CHARS)) from e
+            raise _failure(e) from e
         finally:
             # stopped early or not: give the connection back, within a bounded wait
             if stream is not None:
                 loop.close_quietly(stream)
             loop.close_quietly(client)
+
+
+def _failure(e: Exception) -> ReplyError:
+    """What a reply that failed mid-stream says: the cap it passed, the encoding it came in, or the error."""
+    if cause(e, AnswerTooLarge) is not None:
+        return ReplyError(f"the reply stream passed {MAX_REPLY_BYTES} bytes, so it was stopped")
+    encoded = cause(e, AnswerEncoded)
+    if encoded is not None:
+        return ReplyError(str(encoded))
+    return ReplyError(clip(f"the model call failed: {type(e).__name__}: {e}", MAX_ERROR_CHARS))
