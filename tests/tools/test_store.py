@@ -89,6 +89,7 @@ class TestVersions:
         ("  ", "ana", None, r"^message is empty"),
         ("ok", "", None, r"^author is empty"),
         ("ok", "ana", "Live!", r"^label 'Live!' is not valid"),
+        ("ok", "ana", "li\u200bve", r"^label 'li\\u200bve' is not valid"),  # escaped once, not twice
         ("x" * 501, "ana", None, r"^message is 501 characters; the limit is 500$"),
     ])
     def test_bad_metadata_is_refused(self, store: PolicyStore, message: str, author: str, label: str | None,

@@ -22,8 +22,7 @@ def check_label(name: str) -> str:
     """A label's name: lower-case letters, digits, '-' and '_', starting with a letter, and never
     something `resolve` would read as a version number (`v2` would name version 2, not the label)."""
     if not isinstance(name, str) or not LABEL_PATTERN.match(name):
-        shown = printable(str(name))
-        raise StoreError(f"label {shown[:40]!r} is not valid: use lower-case letters, digits, '-' or '_', "
+        raise StoreError(f"label {shown(str(name), 40)} is not valid: use lower-case letters, digits, '-' or '_', "
                          "starting with a letter (e.g. live, draft)")
     if VERSION_REF.match(name) or VERSION_LIKE.match(name):
         raise StoreError(f"label {name!r} is not valid: it reads as a version number (versions are named 3 or "
