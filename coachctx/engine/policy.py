@@ -182,6 +182,13 @@ class Modifier(_Strict):
             raise ValueError("the reason is only whitespace")
         return value
 
+    @field_validator("intents")
+    @classmethod
+    def _some_intents(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value:
+            raise ValueError("an empty list of intents would never apply; leave `intents` out for every intent")
+        return value
+
 
 class ScopePolicy(_Strict):
     terms: dict[Language, list[Term]] = {}

@@ -132,8 +132,11 @@ class TestTermsAndReasons:
          r"scopes\.today\.modifiers\[0\]\.reason: the reason holds the control character U\+000A"),
         ('reason: "a question about today needs this morning\'s readiness"', 'reason: "\\t  \\t"',
          r"the reason holds the control character U\+0009"),
+        ('reason: "a question about today needs this morning\'s readiness"',
+         'reason: "a question about today needs this morning\'s readiness", intents: []',
+         r"scopes\.today\.modifiers\[0\]\.intents: an empty list of intents would never apply"),
     ], ids=["clinical-newline", "escape", "line-separator", "rtl-override", "ideographic-spaces", "zero-width",
-            "word-joiner", "rtl-mark", "ltr-mark-clinical", "punctuation", "hyphen-or-space", "reason-newline", "reason-tabs"])
+            "word-joiner", "rtl-mark", "ltr-mark-clinical", "punctuation", "hyphen-or-space", "reason-newline", "reason-tabs", "no-intents"])
     def test_refused(self, old: str, new: str, message: str) -> None:
         with pytest.raises(PolicyError, match=message):
             parse_policy(replaced(MINIMAL_POLICY, old, new), "p.yaml")
