@@ -154,13 +154,14 @@ def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
     return quoted if not cut else f"{quoted} ({len(text)} characters)"
 
 
-DIRECTION_MARKS: Final = re.compile("[\u200e\u200f\u061c]")
+_MARKS: Final = "\u200e\u200f\u061c"
+DIRECTION_MARKS: Final = re.compile(f"[{_MARKS}]")
 """Left-to-right, right-to-left and Arabic letter marks: invisible, only steering how text around
 them is displayed. A question may hold one (an RTL keyboard types them); a policy term, which a
 coach must be able to read as the matcher does, may not."""
 
 
-MARKS_ESCAPED: Final = {ord(c): f"\\u{ord(c):04x}" for c in "\u200e\u200f\u061c"}
+MARKS_ESCAPED: Final = {ord(c): f"\\u{ord(c):04x}" for c in _MARKS}
 """`str.translate` table writing each direction mark as its escape, to show where one hides."""
 
 
@@ -207,11 +208,11 @@ def _finite_float(text: str) -> float:
 def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object whose keys are distinct: JSON lets a key repeat and Python keeps the last value,
     so `{"question": "a", "question": "b"}` would silently read as "b"."""
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _Ambiguous(f"the key {shown(twice)} appears twice in one object (which value is meant?)")
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _Ambiguous(f"the key {shown(key)} appears twice in one object (which value is meant?)")
+        obj[key] = value
     return obj
 
 

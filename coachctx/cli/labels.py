@@ -62,6 +62,7 @@ def labels_jsonl(labels: Any) -> str:
 
 def parse_labels_jsonl(text: str, source: str, *, author: str) -> list[Any]:
     """Every line checked as a label (`QuestionLabel`); `InputError` naming the first bad line."""
+    from coachctx.tools.questions import both_spellings
     from coachctx.tools.store import QuestionLabel, StoreError, check_question_label
 
     out = []
@@ -77,6 +78,9 @@ def parse_labels_jsonl(text: str, source: str, *, author: str) -> list[Any]:
             near = difflib.get_close_matches(str(unknown[0]), FIELDS, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise InputError(f"{where}: unknown field {shown(str(unknown[0]))}{hint}")
+        both = both_spellings(obj, (("question", "q"),))
+        if both is not None:
+            raise InputError(f"{where}: {both}")
         try:
             label = QuestionLabel(
                 question=obj.get("question", obj.get("q")), intents=_listed(obj.get("intents")),

@@ -59,40 +59,28 @@ class AnswerTooLarge(Exception):
         super().__init__(f"the endpoint's answer is larger than {limit} bytes")
 
 
-class _DecodedCappedStream(httpx2.AsyncByteStream):
-    """A gzip or deflate answer decoded here, with the cap on what it decodes to: 250 kB of gzip
-    can stand for 250 MB. (httpx would decode after the cap on the wire bytes.)"""
+class _CappedStream(httpx2.AsyncByteStream):
+    """The answer's bytes, stopped past `limit`; with `decode`, a gzip or deflate answer decoded
+    here and the cap on what it decodes to (250 kB of gzip can stand for 250 MB, and httpx would
+    decode after a cap on the wire bytes)."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, *, decode: bool = False) -> None:
         self.inner, self.limit = inner, limit
+        self.decoder = zlib.decompressobj(wbits=47) if decode else None  # gzip or zlib, told apart by the header
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        decoder = zlib.decompressobj(wbits=47)  # gzip or zlib, told apart by the header
         seen = 0
         async for part in self.inner:
             while part:
-                out = decoder.decompress(part, self.limit + 1 - seen)
+                if self.decoder is None:
+                    out, part = part, b""
+                else:
+                    out = self.decoder.decompress(part, self.limit + 1 - seen)
+                    part = self.decoder.unconsumed_tail
                 seen += len(out)
                 if seen > self.limit:
                     raise AnswerTooLarge(self.limit)
                 yield out
-                part = decoder.unconsumed_tail
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-class _CappedStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
-        self.inner, self.limit = inner, limit
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen = 0
-        async for part in self.inner:
-            seen += len(part)
-            if seen > self.limit:
-                raise AnswerTooLarge(self.limit)
-            yield part
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -114,14 +102,12 @@ def async_client(*, api_key: str | None, base_url: str | None, timeout_s: float,
         if not isinstance(response.stream, httpx2.AsyncByteStream):
             return
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding in ("gzip", "x-gzip", "deflate"):
-            # decoded here under the cap, and no longer by httpx
-            response.stream = _DecodedCappedStream(response.stream, max_bytes)
-            del response.headers["content-encoding"]
-        elif encoding not in ("", "identity"):
+        compressed = encoding in ("gzip", "x-gzip", "deflate")
+        if not compressed and encoding not in ("", "identity"):
             raise AnswerEncoded(encoding)
-        else:
-            response.stream = _CappedStream(response.stream, max_bytes)
+        response.stream = _CappedStream(response.stream, max_bytes, decode=compressed)
+        if compressed:
+            del response.headers["content-encoding"]  # decoded under the cap, and no longer by httpx
 
     # asked for plain bytes; a compressed answer all the same is decoded under the cap (`cap`)
     http = httpx2.AsyncClient(timeout=timeout_s, follow_redirects=True, verify=_ssl_context(),

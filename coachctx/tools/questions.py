@@ -272,7 +272,7 @@ def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any
 
 
 
-def _labels(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...] | None:
+def names_in(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -331,8 +331,8 @@ def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Que
         row=row, question=q.strip(), athlete=_text(record, "athlete"),
         scope="auto" if labels_scope or scope is None else scope,
         tier=_text(record, "tier"),
-        intents=_labels(intents_value if intents_value != "" else None, INTENTS, "intents", "intent"),
-        needs=_labels(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs", "fragment"),
+        intents=names_in(intents_value if intents_value != "" else None, INTENTS, "intents", "intent"),
+        needs=names_in(needs_value if needs_value != "" else None, FRAGMENT_NAMES, "needs", "fragment"),
         expected_scope=scope if labels_scope and scope != "auto" else None,
         lang=_text(record, "lang"), origin=_text(record, "origin"), model_label=_text(record, "model_label"),
     )

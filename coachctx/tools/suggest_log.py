@@ -13,7 +13,7 @@ from coachctx.engine.pipeline import MAX_QUESTION_CHARS
 from coachctx.engine.policy import INTENTS, LANGUAGES
 from coachctx.errors import InputError
 from coachctx.reading import file_path, parse_json, read_text, shown
-from coachctx.tools.questions import MAX_FILE_BYTES, MAX_QUESTIONS, both_spellings, read_questions
+from coachctx.tools.questions import MAX_FILE_BYTES, MAX_QUESTIONS, both_spellings, names_in, read_questions
 
 COACH_WEIGHT: Final = 1.0
 MODEL_WEIGHT: Final = 0.5
@@ -103,13 +103,10 @@ def _row_of(obj: Mapping[str, Any], line_no: int, p: Path, unit: str = "line") -
     question = obj.get("question", obj.get("q"))
     if not isinstance(question, str) or not question.strip():
         raise InputError(f"{where}: no question")
-    needs = obj.get("needs")
-    if needs is not None and needs != "":  # not learned from, but a wrong one is a wrong log, as impact says
-        if isinstance(needs, str):
-            needs = needs.replace(",", " ").replace(";", " ").split()
-        unknown = next((n for n in needs if n not in FRAGMENT_NAMES), None) if isinstance(needs, list) else needs
-        if unknown is not None:
-            raise InputError(f"{where}: needs: unknown fragment {shown(unknown)}; use {', '.join(FRAGMENT_NAMES)}")
+    try:  # needs are not learned from, but a wrong one is a wrong log, as impact says
+        names_in(obj.get("needs") or None, FRAGMENT_NAMES, "needs", "fragment")
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from e
     if len(question.strip()) > MAX_QUESTION_CHARS:  # as `read_questions` refuses it for YAML and CSV
         raise InputError(f"{where}: the question is {len(question.strip())} characters; "
                          f"the limit is {MAX_QUESTION_CHARS}")

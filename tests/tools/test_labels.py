@@ -144,6 +144,7 @@ class TestCli:
         ('["x"]', r"line 2: expected a JSON object, got list"),
         ('{"question": "x", "intents": ["training"], "at": "yesterday"}', r"line 2: at: 'yesterday' is not an ISO"),
         ('{"intents": ["training"]}', r"line 2: question is empty"),
+        ('{"q": "x", "question": "y", "intents": ["training"]}', r"line 2: both `question` and `q` are given"),
         ('{"question": "x", "intents": ["training"], "author": 5}', r"line 2: author: expected text, got int 5$"),
         ('{"question": ["x"], "intents": ["training"]}', r"line 2: question: expected text, got list \['x'\]$"),
         ('{"question": "x", "intents": ["training"], "origin": false}',

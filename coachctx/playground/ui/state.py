@@ -200,14 +200,15 @@ def origin_of(policies: Policies, sv: StoreView) -> pg.PolicyOrigin:
     none (the checked-in policy, saved earlier as version 1) is from then on based on it, so
     the coach's edits are saved on top of it and a save after another coach's is refused."""
     ss = st.session_state
-    origin = pg.policy_origin(policies.working.digest, checked_in_digest=policies.checked_in.digest,
-                              checked_in_source=CHECKED_IN, versions=sv.versions, labels=sv.label_map,
-                              base=ss.get("draft_base"))
-    if ss.get("draft_base") is None and origin.version is not None and policies.draft.ok:
-        ss["draft_base"] = int(origin.version)
+
+    def origin(base: int | None) -> pg.PolicyOrigin:
+        return pg.policy_origin(policies.working.digest, checked_in_digest=policies.checked_in.digest,
+                                checked_in_source=CHECKED_IN, versions=sv.versions, labels=sv.label_map, base=base)
+
+    found = origin(ss.get("draft_base"))
+    if ss.get("draft_base") is None and found.version is not None and policies.draft.ok:
+        ss["draft_base"] = int(found.version)
         # and said as the next run will say it: a page drawn with the origin of before would be
         # drawn again, whole, at the first question (a fragment rerun finding the header stale)
-        origin = pg.policy_origin(policies.working.digest, checked_in_digest=policies.checked_in.digest,
-                                  checked_in_source=CHECKED_IN, versions=sv.versions, labels=sv.label_map,
-                                  base=ss["draft_base"])
-    return origin
+        found = origin(ss["draft_base"])
+    return found
