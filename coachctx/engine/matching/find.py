@@ -5,6 +5,7 @@ once, never a word of the question's own language read as an unrelated language'
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -90,8 +91,8 @@ none, its readings there; the Hangul prefix terms it begins with."""
 class Looked(NamedTuple):
     """A question word as each of several tables sees it (`SharedWords`), found once per word."""
 
-    tables: tuple[Seen, ...]
-    """What the word is to each table; () when it is nothing to any of them (most words)."""
+    tables: tuple[tuple[int, Seen], ...]
+    """(table, what the word is to it) for each table it is something to: () for most words."""
     follows: Mapping[str, str]
     """Algorithm -> the word's stem there, for each algorithm under which that stem is a later word
     of some table's phrase: all a phrase started before the word needs of it."""
@@ -99,6 +100,7 @@ class Looked(NamedTuple):
     """`follows` as (algorithm, stem) pairs: met against the word before's pairs in one set operation."""
 
 
+_ALGORITHM_INDEX = itemgetter(0)
 _NO_FOLLOWS: Mapping[str, str] = MappingProxyType({})
 _NO_SECONDS: frozenset[str] = frozenset()
 _NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
@@ -170,16 +172,22 @@ class SharedWords:
                 looked[word] = NOTHING if follow is None else Looked((), follow_map, goes_on)
                 continue
             compound = readable and may_be_compound(word, self.compound_singles)
-            per_table: list[Seen] = []
+            per_table: list[tuple[int, Seen]] = []
             for t, matcher in enumerate(self.matchers):
-                mine = tuple(sorted(here[t], key=lambda start: start[0])) if here is not None else ()
-                algorithms = matcher.starts.algorithms
-                per_table.append((mine, tuple((ai, first, singles, _NO_SECONDS) for ai, first, singles, _ in mine if singles),
-                                  frozenset((algorithms[ai], second) for ai, _, _, seconds in mine for second in seconds),
-                                  () if mine or not readable else matcher.readings.read(word, compound),
-                                  prefix_terms(matcher, word) if prefixed else ()))
-            tables = tuple(per_table) if any(seen[0] or seen[3] or seen[4] for seen in per_table) else ()
-            looked[word] = NOTHING if not tables and follow is None else Looked(tables, follow_map, goes_on)
+                prefix = prefix_terms(matcher, word) if prefixed else ()
+                mine = here[t] if here is not None else None
+                if mine:
+                    mine.sort(key=_ALGORITHM_INDEX)
+                    algorithms = matcher.starts.algorithms
+                    per_table.append((t, (tuple(mine), tuple((ai, first, singles, _NO_SECONDS)
+                                                             for ai, first, singles, _ in mine if singles),
+                                          frozenset((algorithms[ai], second) for ai, _, _, seconds in mine
+                                                    for second in seconds), (), prefix)))
+                    continue
+                read = matcher.readings.read(word, compound) if readable else ()
+                if read or prefix:
+                    per_table.append((t, ((), (), _NO_PAIRS, read, prefix)))
+            looked[word] = Looked(tuple(per_table), follow_map, goes_on) if per_table or follow is not None else NOTHING
         return looked
 
     def _starts(self, words: list[str]) -> tuple[dict[str, list[list[Start]]], dict[str, dict[str, str]]]:
@@ -187,19 +195,28 @@ class SharedWords:
         its `Looked.follows`: for words some phrase goes on with."""
         found: dict[str, list[list[Start]]] = {}
         follows: dict[str, dict[str, str]] = {}
+        tables = range(len(self.matchers))
         for group, by_algorithm in stem_columns(words, self.index):
             for algorithm, stems in by_algorithm.items():
                 # no word of the group starts a phrase under this algorithm, nor goes on with one: the usual case
                 if not self.firsts[algorithm].isdisjoint(stems):
                     index = self.index[algorithm]
                     for word, first in zip(group, stems, strict=True):
-                        for t, start in index.get(first, ()):
-                            found.setdefault(word, [[] for _ in self.matchers])[t].append(start)
+                        entries = index.get(first)
+                        if entries:
+                            per_table = found.get(word)
+                            if per_table is None:
+                                per_table = found[word] = [[] for _ in tables]
+                            for t, start in entries:
+                                per_table[t].append(start)
                 later = self.later[algorithm]
                 if not later.isdisjoint(stems):
                     for word, stemmed in zip(group, stems, strict=True):
                         if stemmed in later:
-                            follows.setdefault(word, {})[algorithm] = stemmed
+                            goes_on = follows.get(word)
+                            if goes_on is None:
+                                goes_on = follows[word] = {}
+                            goes_on[algorithm] = stemmed
         return found, follows
 
 
@@ -212,7 +229,7 @@ def find_in_tables(shared: SharedWords, tokens: Tokens) -> tuple[tuple[Term, ...
     looks = shared.look_up(tokens.words)
     last = len(looks) - 1
     for i, look in enumerate(looks):
-        for t, (here, alone, leads, read, prefix) in enumerate(look.tables):
+        for t, (here, alone, leads, read, prefix) in look.tables:
             if here:
                 # a longer phrase is followed only when the next word may go on with one: mostly
                 # it cannot, and the word is worth its one-word terms alone
