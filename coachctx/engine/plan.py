@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal, TypeVar
 
 from coachctx.engine.fragments import FRAGMENT_NAMES
@@ -56,7 +57,7 @@ class FragmentState:
     """The reasons' codes, made once: the stages and the audit ask for them of every fragment."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "codes", tuple(r.code for r in self.reasons))
+        object.__setattr__(self, "codes", tuple([r.code for r in self.reasons]) if self.reasons else ())
 
     # built directly rather than by `dataclasses.replace`, which inspects the fields on every call:
     # a plan makes a few dozen of these per question
@@ -88,12 +89,7 @@ class Plan:
 
     @classmethod
     def initial(cls, primary: Iterable[str], secondary: Iterable[str]) -> Plan:
-        primary, secondary = list(primary), list(secondary)
-        states = [FragmentState(n, "primary", "selected") for n in primary]
-        states += [FragmentState(n, "secondary", "selected") for n in secondary if n not in primary]
-        chosen = {s.name for s in states}
-        states += [FragmentState(n, "none", "withheld") for n in FRAGMENT_NAMES if n not in chosen]
-        return cls(tuple(states))
+        return cls(_initial_states(tuple(primary), tuple(secondary)))
 
     def __getitem__(self, name: str) -> FragmentState:
         for state in self.fragments:
@@ -124,6 +120,17 @@ class Plan:
     @property
     def selected(self) -> list[str]:
         return [s.name for s in self.fragments if s.status == "selected"]
+
+
+@lru_cache(maxsize=1024)
+def _initial_states(primary: tuple[str, ...], secondary: tuple[str, ...]) -> tuple[FragmentState, ...]:
+    """`Plan.initial`'s fragments, made once per pair of lists: the states are immutable, and many
+    questions ask for the same lists."""
+    states = [FragmentState(n, "primary", "selected") for n in primary]
+    states += [FragmentState(n, "secondary", "selected") for n in secondary if n not in primary]
+    chosen = {s.name for s in states}
+    states += [FragmentState(n, "none", "withheld") for n in FRAGMENT_NAMES if n not in chosen]
+    return tuple(states)
 
 
 Stage = Callable[[Plan], Plan]
