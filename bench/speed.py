@@ -147,6 +147,10 @@ def _decision_timings(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy
     return out
 
 
+UNSEEN_PASSES = 3
+"""The never-seen questions take well under a second a pass: the median of three steadies the figure."""
+
+
 def _routing_timings(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: Policy, *,
                      n_route: int, unseen: Sequence[str]) -> list[Timing]:
     """Routing and selection alone: dev-style questions, then never-seen ones with every word memo
@@ -165,14 +169,17 @@ def _routing_timings(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy:
             partial(route_and_select, q, prepared[a], costs[a], policy, spend) for q, a in many],
         note="tokenise, route, scope, lookup, availability, budget, audit; fragment facts computed once per athlete"))
     if unseen:
-        forget_words(policy)
         athletes = list(bundles)
-        out.append(_timed(
-            "routing + selection, never-seen multilingual questions", [
-                partial(route_and_select, q, prepared[athletes[i % len(athletes)]],
-                        costs[athletes[i % len(athletes)]], policy, spend) for i, q in enumerate(unseen)],
-            note=f"{len(unseen):,} questions in 22 languages (the corpus, tune and test), each decided once, "
-                 "every per-word memo and memoised route emptied before the first"))
+        calls = [partial(route_and_select, q, prepared[athletes[i % len(athletes)]],
+                         costs[athletes[i % len(athletes)]], policy, spend) for i, q in enumerate(unseen)]
+        passes = []
+        for _ in range(UNSEEN_PASSES):
+            forget_words(policy)
+            passes.append(_timed("routing + selection, never-seen multilingual questions", calls, note=(
+                f"{len(unseen):,} questions in 22 languages (the corpus, tune and test), each decided once per pass, "
+                "every per-word memo, memoised route and plan emptied before each pass; the median of "
+                f"{UNSEEN_PASSES} passes")))
+        out.append(sorted(passes, key=lambda t: t.seconds)[UNSEEN_PASSES // 2])
     return out
 
 

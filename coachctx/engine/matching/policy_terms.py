@@ -127,9 +127,9 @@ def compile_matchers(policy: Policy) -> None:
 def forget_words(*policies: Policy) -> None:
     """Empty every per-word memo (word splits, scripts, stems, phrase starts, fuzzy and compound
     readings, which words may have readings, the languages of word sequences), and the given
-    policies' memoised routes and lookup plans (what a question's matched terms decide before the
-    bundle is read): the state of a process that has never seen a question. For measuring never-seen
-    questions."""
+    policies' memoised routes and plans (lookup's, which a question's matched terms decide before the
+    bundle is read, and the whole stages'): the state of a process that has never seen a question.
+    For measuring never-seen questions."""
     clear_word_memos()
     word_stems.cache_clear()
     part_stems.cache_clear()
@@ -141,5 +141,5 @@ def forget_words(*policies: Policy) -> None:
     for shared in _EVERY_SHARED:
         shared.forget()
     for policy in policies:
-        for memo in ("routes", "lookups"):
+        for memo in ("routes", "lookups", "plans"):
             policy.derived(memo, lambda _: {}).clear()
