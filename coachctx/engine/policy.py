@@ -76,7 +76,18 @@ FragmentName = Literal[
 Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
                    "hi", "id", "vi", "ja", "zh", "ko"]
 Term = Annotated[str, Field(strict=True, min_length=1, max_length=80)]
-Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=100)]
+MIN_WEIGHT: Final = 0.000001
+"""Scores are kept to six decimals: a lighter weight would match and add nothing."""
+
+
+def _shows_in_a_score(weight: float) -> float:
+    if weight < MIN_WEIGHT:
+        raise ValueError(f"{weight!r} is lighter than the smallest weight a score shows ({MIN_WEIGHT:f}: scores "
+                         f"are kept to six decimals), so the term would match and add nothing")
+    return weight
+
+
+Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=100), AfterValidator(_shows_in_a_score)]
 """Strict: an unquoted `yes`/`on` is a boolean in YAML, never the weight 1."""
 
 

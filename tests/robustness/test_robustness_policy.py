@@ -153,6 +153,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     # numbers out of range, bad names
     "negative_weight.yaml": ("vocabulary.injury.en.pain", "greater than 0, got -1.0"),
     "zero_weight.yaml": ("vocabulary.conditions.en.weather", "greater than 0, got 0"),
+    "weight_below_what_a_score_shows.yaml": ("vocabulary.conditions.en.weather",
+                                             "1e-07 is lighter than the smallest weight a score shows"),
     "weight_too_large.yaml": ("vocabulary.recovery.en.sleep", "less than or equal to 100, got 1000"),
     "weight_nan.yaml": ("vocabulary.nutrition.en.eat", "got nan"),
     "weight_infinite.yaml": ("vocabulary.training.en.train", "got inf"),
