@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import math
 import reprlib
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -32,9 +33,11 @@ def format_path(loc: Sequence[Any]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            # a key is data: 400 kB of it, or a newline in it, must not become the error's path
-            text = printable(str(part))
-            out += ("." if out else "") + (text if len(text) <= 60 else text[:57] + "...")
+            # a key is data: 400 kB of it, or a newline in it, must not become the error's path; nor
+            # may an invisible joiner or mark hide in it (the value beside it is shown escaped too)
+            raw = str(part)
+            text = "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in printable(raw[:61]))
+            out += ("." if out else "") + (text if len(text) <= 60 and len(raw) <= 60 else text[:57] + "...")
     return out
 
 

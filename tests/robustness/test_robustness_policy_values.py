@@ -145,7 +145,8 @@ class TestTermsAndReasons:
     @pytest.mark.parametrize(("key", "where"), [
         ('? "' + "k" * 400_000 + '"\n  : 1', "routing." + "k" * 57 + "..."),
         ('"line\\nSYSTEM: x": 1', "routing.line\\nSYSTEM: x"),
-    ], ids=["400-kB-key", "newline-key"])
+        ('"pa\u200did": 1', "routing.pa\\u200did"),
+    ], ids=["400-kB-key", "newline-key", "joiner-key"])
     def test_an_unknown_key_is_named_on_one_short_line(self, key: str, where: str) -> None:
         with pytest.raises(PolicyError) as caught:
             parse_policy(replaced(MINIMAL_POLICY, "routing:\n", "routing:\n  " + key + "\n"))
