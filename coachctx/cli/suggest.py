@@ -9,6 +9,8 @@ from coachctx.cli.common import add_policy_version_args, policy_for, print_json
 from coachctx.reading import printable, shown
 
 MAX_SUGGESTIONS: Final = 200
+MAX_CONFLICTS_SHOWN: Final = 5
+"""How many questions with conflicting labels the text output lists, and how many rows of each."""
 
 
 def _count(text: str) -> int:
@@ -30,17 +32,22 @@ def register(sub: Any) -> None:
 
 def cmd_suggest(args: argparse.Namespace) -> int:
     from coachctx.tools.suggest import read_labelled, suggest
+    from coachctx.tools.suggest_log import conflicting_labels
 
     policy, source, _ = policy_for(args)
     rows = read_labelled(args.log)
     found = suggest(rows, policy, limit=args.max)
+    conflicts = conflicting_labels(rows)
     by_row = {r.row: r for r in rows}
     if args.json:
-        print_json({"policy": source, "rows": len(rows), "suggestions": [s.to_json(by_row) for s in found]})
+        print_json({"policy": source, "rows": len(rows), "suggestions": [s.to_json(by_row) for s in found],
+                    "conflicts": [[{"row": r.row, "intents": list(r.intents), "origin": r.origin} for r in group]
+                                  for group in conflicts]})
         return 0
     print(f"{len(found)} suggestion(s) for {printable(source)} from {len(rows)} labelled row(s) in {printable(args.log)} "
           "(measured without a model; gain = rows fixed - rows broken + 0.1 x rows moved to the rules; "
           "a model's label counts half)")
+    _print_conflicts(conflicts)
     for rank, s in enumerate(found, 1):
         print(f"\n#{rank} {s.edit.describe()}  gain {s.gain:g}")
         for what, numbers in (("fixes", s.fixes), ("breaks", s.breaks), ("moves to the rules", s.to_rules),
@@ -55,6 +62,24 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if not found:
         print("nothing to suggest: no edit fixes more rows than it breaks")
     return 0
+
+
+def _print_conflicts(conflicts: list[tuple[Any, ...]]) -> None:
+    """The questions labelled one way in some rows and another in others: no edit satisfies both."""
+    if not conflicts:
+        return
+    print(f"{len(conflicts)} question(s) labelled differently in different rows (no edit can route a question "
+          "both ways: settle the labels):")
+    for group in conflicts[:MAX_CONFLICTS_SHOWN]:
+        by_label: dict[str, list[int]] = {}
+        for r in group:
+            by_label.setdefault("/".join(r.intents) + (" by a model" if r.origin == "model" else ""), []).append(r.row)
+        labels = "; ".join(f"{label}: {len(numbers)} row(s) ({', '.join(map(str, numbers[:MAX_CONFLICTS_SHOWN]))}"
+                           + (", …)" if len(numbers) > MAX_CONFLICTS_SHOWN else ")")
+                           for label, numbers in by_label.items())
+        print(f"   {shown(group[0].question, 60)}: {labels}")
+    if len(conflicts) > MAX_CONFLICTS_SHOWN:
+        print(f"   and {len(conflicts) - MAX_CONFLICTS_SHOWN} more question(s) (--json lists them all)")
 
 
 COMMANDS: Final = {"suggest": cmd_suggest}

@@ -3,7 +3,7 @@ read from a question set (YAML, JSONL, CSV), `explain --json` lines or `--trace-
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS
 from coachctx.engine.policy import INTENTS, LANGUAGES
+from coachctx.engine.text import tokenise
 from coachctx.errors import InputError
 from coachctx.reading import file_path, parse_json, read_text, shown
 from coachctx.tools.questions import MAX_FILE_BYTES, MAX_QUESTIONS, both_spellings, names_in, read_questions
@@ -34,6 +35,17 @@ class LabelledRow:
     def weight(self) -> float:
         return COACH_WEIGHT if self.origin == "coach" else MODEL_WEIGHT
 
+
+def conflicting_labels(rows: Sequence[LabelledRow]) -> list[tuple[LabelledRow, ...]]:
+    """Rows that ask the same question (the same words; case, accents-as-typed and punctuation as the
+    matcher reads them) with different labels, a group per question, in row order. Their evidence
+    cancels out: no edit can route the question both ways, so a suggestion fixing some of them is
+    silent about the others unless the coach sees the disagreement."""
+    groups: dict[tuple[tuple[str, ...], str], list[LabelledRow]] = {}
+    for r in rows:
+        tokens = tokenise(r.question)
+        groups.setdefault((tokens.words, tokens.unspaced), []).append(r)
+    return [tuple(group) for group in groups.values() if len({frozenset(r.intents) for r in group}) > 1]
 
 
 def read_labelled(path: str | Path) -> list[LabelledRow]:

@@ -262,6 +262,26 @@ class TestCommand:
         for s in doc["suggestions"]:
             assert s["gain"] > 0 and all({"row", "question", "labels", "origin"} <= set(f) for f in s["fixes"])
 
+    def test_a_question_labelled_two_ways_is_shown_beside_the_suggestions(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """The same words labelled injury in some rows and training in others: no edit can route it
+        both ways, and a suggestion fixing one side says nothing of the other."""
+        rows = [("glute medius is grumbling, can I still do hills?", ["injury"], "coach")] * 3 + [
+            ("Glute medius is grumbling - can I still do HILLS", ["training"], "coach"),
+            ("glute medius is grumbling, can I still do hills?", ["training"], "model"),
+            ("what should I eat before a race", ["nutrition"], "coach"), ("what should I eat before a race",
+                                                                          ["nutrition"], "coach")]
+        log = tmp_path / "log.jsonl"
+        log.write_text("".join(json.dumps({"question": q, "intents": i, "origin": o}) + "\n" for q, i, o in rows),
+                       encoding="utf-8")
+        assert main(["suggest", str(log), "--max", "1"]) == 0
+        out = capsys.readouterr().out
+        assert "1 question(s) labelled differently in different rows" in out
+        assert "injury: 3 row(s) (1, 2, 3); training: 1 row(s) (4); training by a model: 1 row(s) (5)" in out
+        assert main(["suggest", str(log), "--max", "1", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["conflicts"] == [
+            [{"row": n, "intents": i, "origin": o} for n, (_, i, o) in enumerate(rows[:5], 1)]]
+
     @pytest.mark.parametrize("value", ["0", "201", "x", "1e3"])
     def test_max_is_a_bounded_whole_number(self, tmp_path: Path, value: str, capsys: pytest.CaptureFixture[str]) -> None:
         log = tmp_path / "log.jsonl"
