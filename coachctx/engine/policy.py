@@ -31,7 +31,7 @@ from coachctx.engine.policy_canonical import policy_to_yaml as policy_to_yaml  #
 from coachctx.engine.policy_errors import describe_error
 from coachctx.engine.policy_loading import MAX_POLICY_BYTES, parse_yaml
 from coachctx.engine.term_text import EXACT_MARK as EXACT_MARK  # re-exported
-from coachctx.engine.term_text import matched_as, same_term, term_problem, term_work
+from coachctx.engine.term_text import matched_as, never_matches, same_term, term_problem, term_work
 from coachctx.errors import PolicyError
 from coachctx.reading import ReadError, control_character, decode_utf8, file_path, read_text, shown
 
@@ -269,6 +269,9 @@ class Policy(_Strict):
             if LANGUAGES[language] in ("substring", "prefix") and len(term) > MAX_UNSPACED_TERM_CHARS:
                 raise ValueError(f"{where}.{language}: the term {shown(term)} has {len(term)} characters; "
                                  f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
+            dead = never_matches(term, language, LANGUAGES[language])
+            if dead is not None:
+                raise ValueError(f"{where}.{language}: {dead}")
             if count > MAX_TERMS:
                 raise ValueError(f"the policy has more than {MAX_TERMS} terms (the limit); split the vocabulary "
                                  "or drop terms that match the same words")

@@ -36,6 +36,22 @@ def term_problem(term: str) -> str | None:
     return None
 
 
+def never_matches(term: str, language: str, mode: str) -> str | None:
+    """Why a term could never match a question under its language's matching mode, or None: Han or
+    Kana alone under a spaced script (its words are what such a term is found by, and it has none),
+    or no Han or Kana under ja/zh (found as Han/Kana text; only a phrase with a space is looked for
+    in the rest of the question)."""
+    tokens = tokenise(term.removeprefix(EXACT_MARK))
+    if mode == "substring":
+        if not tokens.unspaced and " " not in tokens.text.strip():
+            return (f"the term {shown(term)} holds no Han or Kana, and {language} terms are found as Han/Kana "
+                    "text, so it would never match; file it under the language of its script")
+    elif not tokens.words:
+        return (f"the term {shown(term)} is written only in Han or Kana, and {language} terms are found as words, "
+                "so it would never match; file it under ja or zh")
+    return None
+
+
 def matched_as(term: str, mode: str) -> tuple[str, ...]:
     """What the matcher reads a term as, under its language's matching mode: for a spaced script
     its words, so "warm-up" and "warm up" (or "STRENGTH" and "strength") are one term; otherwise

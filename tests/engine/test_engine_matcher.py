@@ -35,3 +35,10 @@ def test_with_term_finds_what_compiling_finds(policy: Policy, label: str, langua
         assert {k: sorted(v) for k, v in got.matched.items()} == {k: sorted(v) for k, v in want.matched.items()}, q
     assert score(tokenise(QUESTIONS[EDITS.index((label, language, term, weight))]), policy, added) \
         .scores[label] > 0
+
+
+def test_a_term_its_language_cannot_match_is_filed_nowhere_and_the_rest_still_match() -> None:
+    """A policy refuses such a term (`term_text.never_matches`); a table built without one, as a
+    suggestion's is, must not fail on it."""
+    matcher = TermMatcher.compile({"injury": {"en": {"膝痛": 1.0, "knee": 1.0}}, "general": {"zh": {"thx": 1.0}}})
+    assert [t.term for t in matcher.find(tokenise("my knee 膝痛 thx"))] == ["knee"]

@@ -145,6 +145,9 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "duplicate_term_unicode_form.yaml": ("vocabulary.general.fr",
                                          r"the terms 'caf\\xe9' and 'cafe\\u0301' are one term"),
     "duplicate_clinical_term_case_folded.yaml": ("clinical_terms.en", "the terms 'pain' and 'Pain' are one term"),
+    "han_term_under_a_spaced_language.yaml": ("clinical_terms.en", "the term '膝痛' is written only in Han or Kana, "
+                                                                     "and en terms are found as words"),
+    "latin_term_under_zh.yaml": ("vocabulary.general.zh", "the term 'thx' holds no Han or Kana"),
     "zero_width_space_in_term.yaml": ("vocabulary.recovery.en",
                                       r"the term 'sle\\u200bep' holds the control character U\+200B"),
     "fragment_in_primary_and_exclude.yaml": ("intents.injury", "'baseline_strength' is in both primary and exclude"),

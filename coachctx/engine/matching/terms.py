@@ -53,6 +53,8 @@ def filed_under(term: str, language: str) -> tuple[Filed, ...]:
         return (("substring", mode, (key,)),) if key else ()
     if mode == "prefix" and len(words.words) == 1:
         return (("prefix", mode, (words.words[0],)),)
+    if not words.words:
+        return ()  # Han or Kana alone under a spaced script: nothing to file (a policy refuses it)
     return tuple(("stemmed", mode, phrase) for phrase in itertools.product(*(sorted(_keys(w, mode))
                                                                              for w in words.words[:MAX_PHRASE_WORDS])))
 
