@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -81,10 +81,28 @@ def display_path(p: Path) -> str:
 
 def print_json(obj: Any) -> None:
     """Strict JSON on stdout; all-ASCII escapes when stdout cannot encode the text (a Latin-1 terminal)."""
+    print(_stdout_json(obj))
+
+
+def print_json_rows(head: Mapping[str, Any], key: str, rows: Iterable[Any]) -> None:
+    """`print_json({**head, key: list(rows)})`, the same text, written a row at a time: a report of a
+    million rows is never one object, nor one string, in memory."""
+    opening = _stdout_json({**head, key: []})
+    assert opening.endswith("[]\n}"), opening[-20:]
+    out = sys.stdout
+    out.write(opening[:-len("[]\n}")] + "[")
+    first = True
+    for row in rows:
+        out.write(("\n    " if first else ",\n    ") + _stdout_json(row).replace("\n", "\n    "))
+        first = False
+    out.write("]\n}\n" if first else "\n  ]\n}\n")
+
+
+def _stdout_json(obj: Any) -> str:
     text = json_text(obj)
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     try:
         text.encode(encoding)
     except (UnicodeEncodeError, LookupError):
         text = json_text(obj, ascii_only=True)
-    print(text)
+    return text

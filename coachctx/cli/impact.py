@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, Final, TextIO
 
-from coachctx.cli.common import STORE_HELP, print_json, store_url
+from coachctx.cli.common import STORE_HELP, print_json_rows, store_url
 from coachctx.errors import InputError
 from coachctx.reading import printable
 
@@ -83,7 +83,7 @@ def cmd_impact(args: argparse.Namespace) -> int:
                                 default_athlete=args.athlete or DEFAULT_ATHLETE, cost_mode=args.costs,
                                 jobs=args.jobs, progress=progress, changed_only=args.changed_only)
     if args.json:
-        print_json(report.to_json(changed_only=args.changed_only))
+        print_json_rows(report.json_head(), "rows", report.json_rows(changed_only=args.changed_only))
     else:
         print(render_impact(report, changed_only=args.changed_only))
     return 0

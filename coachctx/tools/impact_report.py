@@ -3,7 +3,7 @@ two (`RowImpact`), the figures over a set (`Metrics`, `Totals`), the report and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -246,14 +246,20 @@ class ImpactReport:
                  "changes": "; ".join(r.changes)} for r in rows]
 
     def to_json(self, changed_only: bool = False) -> dict[str, Any]:
-        rows = self.changed_rows() if changed_only else self.rows
+        return {**self.json_head(), "rows": list(self.json_rows(changed_only))}
+
+    def json_head(self) -> dict[str, Any]:
+        """`to_json` but its rows: what a writer streaming the rows one at a time puts first."""
         return {"questions": self.source,
                 "base": {"name": self.base_name, "digest": self.base_digest},
                 "candidate": {"name": self.candidate_name, "digest": self.candidate_digest},
                 "summary": self.summary(), "seconds": round(self.seconds, 3), "notes": list(self.notes),
                 "metrics": {"base": self.base_metrics.to_json(), "candidate": self.candidate_metrics.to_json()},
-                "skipped": [{"row": row, "reason": why} for row, why in self.skipped],
-                "rows": [r.to_json() for r in rows]}
+                "skipped": [{"row": row, "reason": why} for row, why in self.skipped]}
+
+    def json_rows(self, changed_only: bool = False) -> Iterator[dict[str, Any]]:
+        """`to_json`'s rows, made one at a time."""
+        return (r.to_json() for r in (self.changed_rows() if changed_only else self.rows))
 
 
 
