@@ -51,6 +51,19 @@ class TestStore:
             assert other.id != first.id
             assert [x.id for x in store.question_labels()] == [first.id, other.id]
 
+    @pytest.mark.parametrize("n", [3, 40], ids=["few, each looked up", "many, the stored ones read once"])
+    def test_an_import_stores_each_label_once_whether_stored_before_or_twice_in_it(self, url: str, n: int) -> None:
+        with PolicyStore(url) as store:
+            before = store.add_question_label(label(question="q 0"))
+            batch = [label(question=f"q {i % n}") for i in range(2 * n)] + [label(question="q 0", athlete=None)]
+            out = store.add_question_labels(batch)
+            stored = store.question_labels()
+        assert len(stored) == n + 1 and out[0] == before and out[n] == before
+        assert [x.id for x in out[:n]] == [x.id for x in out[n:2 * n]] == [x.id for x in stored[:n]]
+        assert out[-1] == stored[-1] and out[-1].athlete is None and out[-1].id not in {x.id for x in out[:n]}
+        with PolicyStore(url, create=False) as reopened:
+            assert reopened.question_labels() == stored
+
     def test_a_deleted_label_is_gone(self, url: str) -> None:
         with PolicyStore(url) as store:
             stored = store.add_question_label(label())

@@ -28,6 +28,8 @@ DIGEST_PATTERN: Final = re.compile(r"^[0-9a-f]{6,64}$")
 ROUTE_SOURCES: Final = ("rules", "model", "fallback")
 ORIGINS: Final = ("coach", "model")
 _IDENTITY: Final = ("question", "athlete", "intents", "needs", "origin", "author")
+FEW_LABELS: Final = 16
+"""Up to this many labels at once are each looked up in the store; more read the stored ones once."""
 
 
 @dataclass(frozen=True)
@@ -87,18 +89,26 @@ class QuestionLabelStore(Database):
         out: list[QuestionLabel] = []
         table = tables.question_labels
         with self._errors("store the label"), self.engine.begin() as conn:
+            # an import of many labels reads what is stored once, not once a label: the table has no
+            # index to find an equal label by, and a query per label made an import quadratic
+            stored = _stored_by_identity(conn) if len(checked) > FEW_LABELS else None
             for label in checked:
                 row = _label_row(label, now)
-                same = conn.execute(sa.select(table).where(*(
-                    table.c[k] == v if v is not None else table.c[k].is_(None)
-                    for k, v in row.items() if k in _IDENTITY))).first()
-                if same is not None:
-                    out.append(_question_label(same._mapping))
-                    continue
-                inserted = conn.execute(table.insert().values(**row)).inserted_primary_key
-                assert inserted is not None
-                out.append(QuestionLabel(**{**label.__dict__, "created_at": row["created_at"],
-                                            "id": int(inserted[0])}))
+                identity = tuple(row[k] for k in _IDENTITY)
+                if stored is not None:
+                    same = stored.get(identity)
+                else:
+                    found = conn.execute(sa.select(table).where(*(
+                        table.c[k] == v if v is not None else table.c[k].is_(None)
+                        for k, v in zip(_IDENTITY, identity, strict=True)))).first()
+                    same = None if found is None else _question_label(found._mapping)
+                if same is None:
+                    inserted = conn.execute(table.insert().values(**row)).inserted_primary_key
+                    assert inserted is not None
+                    same = QuestionLabel(**{**label.__dict__, "created_at": row["created_at"], "id": int(inserted[0])})
+                    if stored is not None:
+                        stored[identity] = same
+                out.append(same)
         return out
 
     def add_question_label(self, label: QuestionLabel) -> QuestionLabel:
@@ -171,6 +181,14 @@ def _utc_time(value: Any) -> datetime | None:
         return value.astimezone(UTC)
     except OverflowError as e:  # 9999-12-31T23:59:59-23:59 is past the last datetime in UTC
         raise StoreError(f"at: {value.isoformat()} is outside the years 1 to 9999 once converted to UTC") from e
+
+
+def _stored_by_identity(conn: sa.Connection) -> dict[tuple[Any, ...], QuestionLabel]:
+    """Every stored label by what makes two labels equal (`_IDENTITY`), the first stored of equals."""
+    stored: dict[tuple[Any, ...], QuestionLabel] = {}
+    for row in conn.execute(sa.select(tables.question_labels).order_by(tables.question_labels.c.id)).mappings():
+        stored.setdefault(tuple(row[k] for k in _IDENTITY), _question_label(row))
+    return stored
 
 
 def _label_row(label: QuestionLabel, now: datetime) -> dict[str, Any]:
