@@ -192,11 +192,16 @@ class FixtureUpstream:
 
     def __init__(self, root: str | Path = SAMPLE_ATHLETES_DIR) -> None:
         self.root = Path(root)
+        if not self.root.is_dir():
+            why = "is not a directory" if self.root.exists() else "does not exist"
+            raise InputError(f"athletes directory {shown(str(root))} {why}: name the directory of the athletes' "
+                             "fixture files (<athlete>.json)")
         self.calls: list[tuple[str, str]] = []
         self._files: dict[str, Any] = {}
 
     def athletes(self) -> list[str]:
-        return sorted(p.stem for p in self.root.glob("*.json") if p.stem != "conditions" and ATHLETE_ID.match(p.stem))
+        return sorted(p.stem for p in self.root.glob("*.json")
+                      if p.stem != "conditions" and ATHLETE_ID.match(p.stem) and p.is_file())
 
     def describe(self, athlete: str) -> str:
         return printable(" ".join(str(self._athlete(athlete).get("description", "")).split()))
@@ -214,6 +219,9 @@ class FixtureUpstream:
             known = ", ".join(self.athletes()) or f"none (no fixtures in {self.root})"
             quoted = shown(athlete if isinstance(athlete, str) else str(athlete))
             if isinstance(athlete, str) and ATHLETE_ID.match(athlete):
+                if (self.root / f"{athlete}.json").exists() or (self.root / f"{athlete}.json").is_symlink():
+                    raise InputError(f"{printable(str(self.root / athlete))}.json is not a regular file (an athlete's "
+                                     f"fixture is a JSON file); sample athletes are: {known}")
                 raise InputError(f"unknown athlete {quoted}; sample athletes are: {known}")
             raise InputError(f"athlete {quoted} is not an athlete id (lower-case letters, digits, '-' and '_'; "
                              f"never a path); sample athletes are: {known}")

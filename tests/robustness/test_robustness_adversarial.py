@@ -103,6 +103,22 @@ class TestAthletesListing:
         r = cli("athletes", "--athletes-dir", str(root))
         assert (r.code, r.out) == (0, "ana      ana here\nzed      zed here\n")
 
+    def test_a_directory_that_is_not_one_is_refused_not_an_empty_list(self, cli: Callable[..., Result],
+                                                                      tmp_path: Path) -> None:
+        (tmp_path / "file").write_text("x", encoding="utf-8")
+        assert "athletes directory" in cli("athletes", "--athletes-dir", str(tmp_path / "nope")).one_line_error()
+        assert "is not a directory" in cli("athletes", "--athletes-dir", str(tmp_path / "file")).one_line_error()
+
+    def test_a_fixture_that_is_not_a_file_is_named_as_such(self, cli: Callable[..., Result], tmp_path: Path) -> None:
+        root = tmp_path / "athletes"
+        root.mkdir()
+        (root / "ana.json").write_text(json.dumps({"description": "ana here", "services": {}}), encoding="utf-8")
+        (root / "maya.json").mkdir()
+        line = cli("explain", PAIN, "--athlete", "maya", "--athletes-dir", str(root)).one_line_error()
+        assert line.endswith("maya.json is not a regular file (an athlete's fixture is a JSON file); sample athletes "
+                             "are: ana")
+        assert cli("athletes", "--athletes-dir", str(root)).out == "ana      ana here\n"
+
 
 # --- CSV headers, suggest logs ----------------------------------------------------------------
 
