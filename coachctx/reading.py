@@ -253,6 +253,14 @@ def check_json_value(value: Any, source: str, *, max_depth: int = MAX_JSON_DEPTH
             stack.extend((child, (*at, i)) for i, child in enumerate(item))
 
 
+def _json_problem(e: json.JSONDecodeError) -> str:
+    """JSON's own words, finished where they stop short ("Invalid control character at")."""
+    if e.msg.startswith("Invalid control character") and e.pos < len(e.doc):
+        code = f"{ord(e.doc[e.pos]):04x}"
+        return f"a raw control character U+{code.upper()} inside a string; write it as \\u{code}"
+    return e.msg
+
+
 def parse_json(text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Strict JSON from outside: `ReadError` (with line and column where JSON says) for text that
     is not JSON, NaN/Infinity, numbers Python cannot hold, a key twice in one object, nesting deeper
@@ -263,7 +271,7 @@ def parse_json(text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPT
         value = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int,
                            parse_float=_finite_float, object_pairs_hook=_one_value_per_key)
     except json.JSONDecodeError as e:
-        raise ReadError(source, f"not valid JSON: {e.msg}", f"line {e.lineno}, column {e.colno}") from e
+        raise ReadError(source, f"not valid JSON: {_json_problem(e)}", f"line {e.lineno}, column {e.colno}") from e
     except _Ambiguous as e:
         raise ReadError(source, str(e)) from e
     except _Refused as e:

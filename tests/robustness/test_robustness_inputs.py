@@ -149,10 +149,12 @@ class TestJson:
         ('{"name": "Maya \\ud800"}', r"name: text holds a lone surrogate"),
         ('{"\\udfff": 1}', r"\(top level\): a key holds a lone surrogate"),
         ("{'single': 1}", r"line 1, column 2: not valid JSON: Expecting property name"),
+        ('{"q": "knee\x00pain"}', r"line 1, column 12: not valid JSON: a raw control character U\+0000 inside a "
+                                   r"string; write it as \\u0000$"),
         ('{"question": "a", "question": "b"}', r"the key 'question' appears twice in one object"),
         ('[{"q": 1}, {"n": {"x": 1, "x": 1}}]', r"the key 'x' appears twice in one object"),
     ], ids=["deep-list", "deep-object", "nan", "minus-infinity", "overflow", "5000-digits", "surrogate",
-            "surrogate-key", "not-json", "duplicate-key", "duplicate-nested-key"])
+            "surrogate-key", "not-json", "raw-nul", "duplicate-key", "duplicate-nested-key"])
     def test_refused_with_where(self, text: str, message: str) -> None:
         with pytest.raises(ReadError, match=rf"^doc\.json: .*{message}"):
             parse_json(text, "doc.json")

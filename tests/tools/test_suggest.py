@@ -234,7 +234,7 @@ class TestReading:
     @pytest.mark.parametrize(("text", "message"), [
         ('{"question": "a", "intents": ["injury"]}\n{"question": "b", "intents": ["injuri"]}\n',
          r"line 2: unknown intent 'injuri'"),
-        ('{"question": "a", "intents": ["injury"]}\nnot json\n', r"line 2: "),
+        ('{"question": "a", "intents": ["injury"]}\nnot json\n', r"line 2: column 1: not valid JSON: Expecting value$"),
         ('{"question": "", "intents": ["injury"]}\n', r"line 1: no question"),
         ('{"question": "a", "intents": ["injury"], "origin": "robot"}\n', r"row 1: origin must be coach or model"),
         ('{"question": "a"}\n', r"no labelled rows"),
