@@ -76,6 +76,8 @@ FragmentName = Literal[
 Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
                    "hi", "id", "vi", "ja", "zh", "ko"]
 Term = Annotated[str, Field(strict=True, min_length=1, max_length=80)]
+MAX_PROBLEMS_SHOWN: Final = 20
+"""A policy with 40,000 unknown keys is named by its first problems, not 40,000 lines."""
 MIN_WEIGHT: Final = 0.000001
 """Scores are kept to six decimals: a lighter weight would match and add nothing."""
 
@@ -331,7 +333,11 @@ def validate_policy(data: Any, source: str = "<draft>") -> Policy:
     try:
         return Policy.model_validate(data)
     except ValidationError as e:
-        raise PolicyError(source, [describe_error(err, data) for err in e.errors()]) from e
+        errors = e.errors()
+        problems = [describe_error(err, data) for err in errors[:MAX_PROBLEMS_SHOWN]]
+        if len(errors) > MAX_PROBLEMS_SHOWN:
+            problems.append(("", f"and {len(errors) - MAX_PROBLEMS_SHOWN} more problem(s); fix these and check again"))
+        raise PolicyError(source, problems) from e
 
 
 def parse_policy(text: str, source: str = "<draft>") -> Policy:

@@ -12,7 +12,13 @@ import yaml
 from robustness_support import replaced
 from test_robustness_policy import MINIMAL_POLICY
 
-from coachctx.engine.policy import MAX_TERM_WORK, MAX_TERMS, MAX_UNSPACED_TERM_CHARS, parse_policy
+from coachctx.engine.policy import (
+    MAX_PROBLEMS_SHOWN,
+    MAX_TERM_WORK,
+    MAX_TERMS,
+    MAX_UNSPACED_TERM_CHARS,
+    parse_policy,
+)
 from coachctx.engine.policy_loading import MAX_YAML_NODES, POLICY_YAML, _CBase, _fast_load, _GuardedLoader
 from coachctx.errors import PolicyError
 
@@ -152,6 +158,14 @@ class TestTermsAndReasons:
             parse_policy(replaced(MINIMAL_POLICY, "routing:\n", "routing:\n  " + key + "\n"))
         assert [path for path, _ in caught.value.problems] == [where]
         assert len(str(caught.value)) < 300 and "\n" not in str(caught.value)
+
+    @pytest.mark.timeout(10)
+    def test_thousands_of_problems_are_named_by_the_first_few(self) -> None:
+        with pytest.raises(PolicyError) as caught:
+            parse_policy(MINIMAL_POLICY + "".join(f"k{i}: 1\n" for i in range(5000)), "p.yaml")
+        problems = caught.value.problems
+        assert len(problems) == MAX_PROBLEMS_SHOWN + 1 and problems[0][0] == "k0"
+        assert problems[-1] == ("", f"and {5000 - MAX_PROBLEMS_SHOWN} more problem(s); fix these and check again")
 
     @pytest.mark.timeout(5)
     def test_accents_joiners_and_other_scripts_are_fine(self) -> None:
