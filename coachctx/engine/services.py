@@ -219,7 +219,8 @@ class FixtureUpstream:
             known = ", ".join(self.athletes()) or f"none (no fixtures in {self.root})"
             quoted = shown(athlete if isinstance(athlete, str) else str(athlete))
             if isinstance(athlete, str) and ATHLETE_ID.match(athlete):
-                if (self.root / f"{athlete}.json").exists() or (self.root / f"{athlete}.json").is_symlink():
+                path = self.root / f"{athlete}.json"
+                if athlete != "conditions" and (path.exists() or path.is_symlink()) and not path.is_file():
                     raise InputError(f"{printable(str(self.root / athlete))}.json is not a regular file (an athlete's "
                                      f"fixture is a JSON file); sample athletes are: {known}")
                 raise InputError(f"unknown athlete {quoted}; sample athletes are: {known}")
