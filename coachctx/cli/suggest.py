@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from coachctx.cli.common import add_policy_version_args, policy_for, print_json
 from coachctx.reading import printable, shown
+
+if TYPE_CHECKING:
+    from coachctx.tools.suggest_log import LabelledRow
 
 MAX_SUGGESTIONS: Final = 200
 MAX_CONFLICTS_SHOWN: Final = 5
@@ -64,19 +67,18 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_conflicts(conflicts: list[tuple[Any, ...]]) -> None:
+def _print_conflicts(conflicts: list[tuple[LabelledRow, ...]]) -> None:
     """The questions labelled one way in some rows and another in others: no edit satisfies both."""
+    from coachctx.tools.suggest_log import rows_per_label
+
     if not conflicts:
         return
     print(f"{len(conflicts)} question(s) labelled differently in different rows (no edit can route a question "
           "both ways: settle the labels):")
     for group in conflicts[:MAX_CONFLICTS_SHOWN]:
-        by_label: dict[str, list[int]] = {}
-        for r in group:
-            by_label.setdefault("/".join(r.intents) + (" by a model" if r.origin == "model" else ""), []).append(r.row)
         labels = "; ".join(f"{label}: {len(numbers)} row(s) ({', '.join(map(str, numbers[:MAX_CONFLICTS_SHOWN]))}"
                            + (", …)" if len(numbers) > MAX_CONFLICTS_SHOWN else ")")
-                           for label, numbers in by_label.items())
+                           for label, numbers in rows_per_label(group).items())
         print(f"   {shown(group[0].question, 60)}: {labels}")
     if len(conflicts) > MAX_CONFLICTS_SHOWN:
         print(f"   and {len(conflicts) - MAX_CONFLICTS_SHOWN} more question(s) (--json lists them all)")

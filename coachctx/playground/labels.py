@@ -23,9 +23,12 @@ from coachctx.playground.recorded import decision_facts
 from coachctx.tools.questions import Question, QuestionSet
 from coachctx.tools.store import QuestionLabel
 from coachctx.tools.suggest import Edit, LabelledRow, Suggestion, apply_edits, read_labelled
+from coachctx.tools.suggest_log import conflicting_labels, rows_per_label
 
 UPLOAD_SUFFIXES: Final = (".jsonl", ".ndjson", ".yaml", ".yml", ".csv")
 MAX_LABELS_UPLOAD_BYTES: Final = 5 * 1024 * 1024
+MAX_ROWS_NAMED: Final = 10
+"""Of a question labelled two ways, how many rows per label the Suggest tab names."""
 EVIDENCE: Final = (("fixes", "fixes"), ("breaks", "breaks"), ("to_rules", "moves to the rules"),
                    ("from_rules", "moves to the model"))
 """(Suggestion field, what a coach reads) for each kind of evidence row."""
@@ -129,6 +132,17 @@ def evidence_lines(s: Suggestion, log: LabelledLog) -> list[str]:
             out.append(f"**{words}** row {n}: “{pg.clean_text(r.question)}” → {'/'.join(r.intents)} "
                        f"({log.where.get(n, '')}{weaker})")
     out.extend(f"**lint** {finding}" for finding in s.lint)
+    return out
+
+
+def conflict_lines(log: LabelledLog) -> list[str]:
+    """One markdown line per question labelled one way in some rows and another way in others."""
+    out = []
+    for group in conflicting_labels(log.rows):
+        labels = "; ".join(f"{label}: row{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows[:MAX_ROWS_NAMED]))}"
+                           + (", …" if len(rows) > MAX_ROWS_NAMED else "")
+                           for label, rows in rows_per_label(group).items())
+        out.append(f"“{pg.clean_text(group[0].question)}” → {labels}")
     return out
 
 

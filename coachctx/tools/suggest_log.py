@@ -48,6 +48,15 @@ def conflicting_labels(rows: Sequence[LabelledRow]) -> list[tuple[LabelledRow, .
     return [tuple(group) for group in groups.values() if len({frozenset(r.intents) for r in group}) > 1]
 
 
+def rows_per_label(group: Sequence[LabelledRow]) -> dict[str, list[int]]:
+    """A group of `conflicting_labels`: each label ("injury", "injury/training", "training by a
+    model") -> its rows, in row order."""
+    by_label: dict[str, list[int]] = {}
+    for r in group:
+        by_label.setdefault("/".join(r.intents) + (" by a model" if r.origin == "model" else ""), []).append(r.row)
+    return by_label
+
+
 def read_labelled(path: str | Path) -> list[LabelledRow]:
     """Labelled rows from a question set (YAML like the corpus, JSONL or CSV with `question` and
     `intents`, optional `lang` and `origin`, or a `model_label` column), or from `explain --json`

@@ -196,3 +196,14 @@ def test_a_stored_label_is_deleted_from_the_suggest_tab(store_url: str) -> None:
     with PolicyStore(store_url) as store:
         assert [x.id for x in store.question_labels()] == [second.id]
     assert not any("|glute medius|" in key for key in picks(at))  # nothing learned from the deleted label
+
+
+def test_a_question_labelled_two_ways_is_shown_above_the_suggestions(store_url: str) -> None:
+    with PolicyStore(store_url) as store:
+        store.add_question_labels([QuestionLabel(question=GLUTE, intents=("injury",), author="ana"),
+                                   QuestionLabel(question=GLUTE.upper() + "!", intents=("training",), author="ben"),
+                                   QuestionLabel(question="thanks!", intents=("general",), author="ana")])
+    at = open_tab(ok(new_app(timeout=90).run()), "Suggest")
+    [warning] = [w.value for w in at.warning if "labelled one way" in w.value]
+    assert warning.startswith("1 question(s) are labelled one way in some rows and another way in others.")
+    assert warning.endswith(f"- “{GLUTE}” → injury: row 1; training: row 2")

@@ -34,6 +34,8 @@ from coachctx.tools.policy_diff import diff_policies
 from coachctx.tools.store import MAX_AUTHOR_CHARS, MAX_MESSAGE_CHARS, PolicyStore
 from coachctx.tools.suggest import DEFAULT_MAX, Suggestion, suggest
 
+MAX_CONFLICTS_SHOWN: Final = 10
+"""How many questions labelled two ways the tab lists."""
 NO_LABEL: Final = "(no label)"
 NO_LANGUAGE: Final = "(not said)"
 BEFORE: Final = "suggest_before"
@@ -261,6 +263,7 @@ def render_suggest_tab(inputs: SuggestInputs) -> None:
                 "intent the question should have gone to and store the label.")
         return
 
+    _render_conflicts(log)
     found = _suggestions(log, inputs.policy)
     st.subheader(f"Suggestions for the policy in use ({len(found)})")
     if not found:
@@ -279,6 +282,17 @@ def render_suggest_tab(inputs: SuggestInputs) -> None:
                   icon=":material/playlist_add_check:",
                   help=None if inputs.draft_ok else "The draft has problems (Policy editor tab); fix them first.")
     _render_after(inputs, log)
+
+
+def _render_conflicts(log: pl.LabelledLog) -> None:
+    """The questions labelled one way in some rows and another way in others, above the suggestions."""
+    conflicts = pl.conflict_lines(log)
+    if conflicts:
+        shown = conflicts[:MAX_CONFLICTS_SHOWN]
+        more = [f"and {len(conflicts) - len(shown)} more"] if len(conflicts) > len(shown) else []
+        st.warning(f"{len(conflicts)} question(s) are labelled one way in some rows and another way in others. No "
+                   "edit can route a question both ways, and a suggestion that fixes one side says nothing of the "
+                   "other: delete the labels that are wrong.\n\n" + "\n".join(f"- {line}" for line in [*shown, *more]))
 
 
 def _render_after(inputs: SuggestInputs, log: pl.LabelledLog) -> None:
