@@ -69,17 +69,14 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 def _print_conflicts(conflicts: list[tuple[LabelledRow, ...]]) -> None:
     """The questions labelled one way in some rows and another in others: no edit satisfies both."""
-    from coachctx.tools.suggest_log import rows_per_label
+    from coachctx.tools.suggest_log import describe_conflict
 
     if not conflicts:
         return
     print(f"{len(conflicts)} question(s) labelled differently in different rows (no edit can route a question "
           "both ways: settle the labels):")
     for group in conflicts[:MAX_CONFLICTS_SHOWN]:
-        labels = "; ".join(f"{label}: {len(numbers)} row(s) ({', '.join(map(str, numbers[:MAX_CONFLICTS_SHOWN]))}"
-                           + (", …)" if len(numbers) > MAX_CONFLICTS_SHOWN else ")")
-                           for label, numbers in rows_per_label(group).items())
-        print(f"   {shown(group[0].question, 60)}: {labels}")
+        print(f"   {shown(group[0].question, 60)}: {describe_conflict(group, MAX_CONFLICTS_SHOWN)}")
     if len(conflicts) > MAX_CONFLICTS_SHOWN:
         print(f"   and {len(conflicts) - MAX_CONFLICTS_SHOWN} more question(s) (--json lists them all)")
 

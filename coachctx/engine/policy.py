@@ -262,7 +262,8 @@ class Policy(_Strict):
             problem = term_problem(term)
             if problem is not None:
                 raise ValueError(f"{where}.{language}: {problem}")
-            first = spelled.setdefault((where, language, matched_as(term, LANGUAGES[language])), term)
+            matched = matched_as(term, LANGUAGES[language])
+            first = spelled.setdefault((where, language, matched), term)
             if first is not term:
                 raise ValueError(f"{where}.{language}: {same_term(first, term)}")
             if exact and LANGUAGES[language] in ("substring", "prefix"):
@@ -271,7 +272,7 @@ class Policy(_Strict):
             if LANGUAGES[language] in ("substring", "prefix") and len(term) > MAX_UNSPACED_TERM_CHARS:
                 raise ValueError(f"{where}.{language}: the term {shown(term)} has {len(term)} characters; "
                                  f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
-            dead = never_matches(term, language, LANGUAGES[language])
+            dead = never_matches(term, language, LANGUAGES[language], matched)
             if dead is not None:
                 raise ValueError(f"{where}.{language}: {dead}")
             if count > MAX_TERMS:

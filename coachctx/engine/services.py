@@ -221,7 +221,7 @@ class FixtureUpstream:
             if isinstance(athlete, str) and ATHLETE_ID.match(athlete):
                 path = self.root / f"{athlete}.json"
                 if athlete != "conditions" and (path.exists() or path.is_symlink()) and not path.is_file():
-                    raise InputError(f"{printable(str(self.root / athlete))}.json is not a regular file (an athlete's "
+                    raise InputError(f"{printable(str(path))} is not a regular file (an athlete's "
                                      f"fixture is a JSON file); sample athletes are: {known}")
                 raise InputError(f"unknown athlete {quoted}; sample athletes are: {known}")
             raise InputError(f"athlete {quoted} is not an athlete id (lower-case letters, digits, '-' and '_'; "

@@ -7,7 +7,7 @@ import re
 import unicodedata
 from typing import Final
 
-from coachctx.engine.text import fold_accents, normalise, tokenise
+from coachctx.engine.text import UNSPACED, fold_accents, normalise, script_of, tokenise
 from coachctx.reading import MARKS_ESCAPED, control_character, direction_mark, shown
 
 EXACT_MARK: Final = "="
@@ -36,17 +36,17 @@ def term_problem(term: str) -> str | None:
     return None
 
 
-def never_matches(term: str, language: str, mode: str) -> str | None:
-    """Why a term could never match a question under its language's matching mode, or None: Han or
-    Kana alone under a spaced script (its words are what such a term is found by, and it has none),
-    or no Han or Kana under ja/zh (found as Han/Kana text; only a phrase with a space is looked for
-    in the rest of the question)."""
-    tokens = tokenise(term.removeprefix(EXACT_MARK))
+def never_matches(term: str, language: str, mode: str, matched: tuple[str, ...]) -> str | None:
+    """Why a term could never match a question under its language's matching mode, or None, from
+    what the matcher reads it as (`matched_as`): Han or Kana alone under a spaced script (its words
+    are what such a term is found by, and it has none), or no Han or Kana under ja/zh (found as
+    Han/Kana text; only a phrase with a space is looked for in the rest of the question)."""
     if mode == "substring":
-        if not tokens.unspaced and " " not in tokens.text.strip():
+        text = matched[-1].strip()
+        if " " not in text and not any(script_of(ch) in UNSPACED for ch in text):
             return (f"the term {shown(term)} holds no Han or Kana, and {language} terms are found as Han/Kana "
                     "text, so it would never match; file it under the language of its script")
-    elif not tokens.words:
+    elif not (tokenise(matched[-1]).words if mode == "prefix" else matched[1:]):  # no words to find it by
         return (f"the term {shown(term)} is written only in Han or Kana, and {language} terms are found as words, "
                 "so it would never match; file it under ja or zh")
     return None

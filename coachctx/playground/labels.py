@@ -23,7 +23,7 @@ from coachctx.playground.recorded import decision_facts
 from coachctx.tools.questions import Question, QuestionSet
 from coachctx.tools.store import QuestionLabel
 from coachctx.tools.suggest import Edit, LabelledRow, Suggestion, apply_edits, read_labelled
-from coachctx.tools.suggest_log import conflicting_labels, rows_per_label
+from coachctx.tools.suggest_log import conflicting_labels, describe_conflict
 
 UPLOAD_SUFFIXES: Final = (".jsonl", ".ndjson", ".yaml", ".yml", ".csv")
 MAX_LABELS_UPLOAD_BYTES: Final = 5 * 1024 * 1024
@@ -137,13 +137,8 @@ def evidence_lines(s: Suggestion, log: LabelledLog) -> list[str]:
 
 def conflict_lines(log: LabelledLog) -> list[str]:
     """One markdown line per question labelled one way in some rows and another way in others."""
-    out = []
-    for group in conflicting_labels(log.rows):
-        labels = "; ".join(f"{label}: row{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows[:MAX_ROWS_NAMED]))}"
-                           + (", …" if len(rows) > MAX_ROWS_NAMED else "")
-                           for label, rows in rows_per_label(group).items())
-        out.append(f"“{pg.clean_text(group[0].question)}” → {labels}")
-    return out
+    return [f"“{pg.clean_text(group[0].question)}” → {describe_conflict(group, MAX_ROWS_NAMED)}"
+            for group in conflicting_labels(log.rows)]
 
 
 def edit_key(edit: Edit) -> str:

@@ -48,13 +48,14 @@ def conflicting_labels(rows: Sequence[LabelledRow]) -> list[tuple[LabelledRow, .
     return [tuple(group) for group in groups.values() if len({frozenset(r.intents) for r in group}) > 1]
 
 
-def rows_per_label(group: Sequence[LabelledRow]) -> dict[str, list[int]]:
-    """A group of `conflicting_labels`: each label ("injury", "injury/training", "training by a
-    model") -> its rows, in row order."""
+def describe_conflict(group: Sequence[LabelledRow], most: int) -> str:
+    """A group of `conflicting_labels` as its rows per label, at most `most` row numbers named per
+    label: "injury: 3 rows (1, 2, 3); training: 1 row (4); training by a model: 1 row (5)"."""
     by_label: dict[str, list[int]] = {}
     for r in group:
         by_label.setdefault("/".join(r.intents) + (" by a model" if r.origin == "model" else ""), []).append(r.row)
-    return by_label
+    return "; ".join(f"{label}: {len(rows)} row{'s' if len(rows) > 1 else ''} ({', '.join(map(str, rows[:most]))}"
+                     + (", …)" if len(rows) > most else ")") for label, rows in by_label.items())
 
 
 def read_labelled(path: str | Path) -> list[LabelledRow]:

@@ -206,4 +206,4 @@ def test_a_question_labelled_two_ways_is_shown_above_the_suggestions(store_url: 
     at = open_tab(ok(new_app(timeout=90).run()), "Suggest")
     [warning] = [w.value for w in at.warning if "labelled one way" in w.value]
     assert warning.startswith("1 question(s) are labelled one way in some rows and another way in others.")
-    assert warning.endswith(f"- “{GLUTE}” → injury: row 1; training: row 2")
+    assert warning.endswith(f"- “{GLUTE}” → injury: 1 row (1); training: 1 row (2)")

@@ -277,7 +277,7 @@ class TestCommand:
         assert main(["suggest", str(log), "--max", "1"]) == 0
         out = capsys.readouterr().out
         assert "1 question(s) labelled differently in different rows" in out
-        assert "injury: 3 row(s) (1, 2, 3); training: 1 row(s) (4); training by a model: 1 row(s) (5)" in out
+        assert "injury: 3 rows (1, 2, 3); training: 1 row (4); training by a model: 1 row (5)" in out
         assert main(["suggest", str(log), "--max", "1", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["conflicts"] == [
             [{"row": n, "intents": i, "origin": o} for n, (_, i, o) in enumerate(rows[:5], 1)]]
