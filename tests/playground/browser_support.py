@@ -136,6 +136,20 @@ def ask(page: Any, question: str) -> Any:
     return box
 
 
+def expect_listed(page: Any, which: str, fragment: str) -> None:
+    """The decision's `which` list ("sent" or "withheld") names `fragment`, once the run that drew it
+    is over. While a run is drawing, Streamlit can still show the last run's list beside the new one
+    (both faded in and out for a moment), so the list is looked for by its text first, then the page
+    is waited for and the one list left is checked."""
+    from playwright.sync_api import expect
+
+    lists = page.locator(f".coachctx-{which}")
+    expect(lists.filter(has_text=fragment).first).to_be_visible(timeout=UI_TIMEOUT_MS)
+    wait_for_script(page)
+    expect(lists).to_have_count(1, timeout=UI_TIMEOUT_MS)
+    expect(lists).to_contain_text(fragment)
+
+
 def set_margin(page: Any, value: str) -> None:
     """On the Policy editor tab: the routing margin through the form, seen in the YAML."""
     from playwright.sync_api import expect

@@ -24,6 +24,7 @@ from browser_support import (
     clipped_labels,
     commit,
     download_policy,
+    expect_listed,
     no_exception,
     open_tab,
     opened,
@@ -118,12 +119,12 @@ def back_and_forward_restore_the_question(page: Any, server: str) -> None:
     from playwright.sync_api import expect
 
     question = ask(page, "How much protein per day?")
-    expect(page.locator(".coachctx-withheld")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+    expect_listed(page, "withheld", "readiness_injury")
     wait_for_script(page)
     assert "protein" in page.url
     page.go_back()
     expect(question).to_have_value(pg.PAIN_QUESTION, timeout=UI_TIMEOUT_MS)
-    expect(page.locator(".coachctx-sent")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+    expect_listed(page, "sent", "readiness_injury")
     assert page.url.startswith(server), "Back must not leave the app"
     page.go_forward()
     expect(question).to_have_value("How much protein per day?", timeout=UI_TIMEOUT_MS)
@@ -218,7 +219,7 @@ def training_sees_recovery_through_the_form(page: Any) -> None:
     expect(page.get_by_text("Done: add", exact=False)).to_be_visible(timeout=UI_TIMEOUT_MS)
     wait_for_script(page)
     open_tab(page, "Decision")
-    expect(page.locator(".coachctx-sent")).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)
+    expect_listed(page, "sent", "readiness_recovery")
 
 
 def saved(page: Any, message: str) -> None:
@@ -239,7 +240,7 @@ def a_reload_loses_nothing(page: Any) -> None:
                                                                         timeout=UI_TIMEOUT_MS)
     expect(page.get_by_label(QUESTION)).to_have_value(INTERVALS)
     open_tab(page, "Decision")
-    expect(page.locator(".coachctx-sent")).to_contain_text("readiness_recovery", timeout=UI_TIMEOUT_MS)
+    expect_listed(page, "sent", "readiness_recovery")
 
 
 def revert_moves_the_label_back(page: Any) -> None:
@@ -256,14 +257,13 @@ def revert_moves_the_label_back(page: Any) -> None:
 def test_a_coach_asks_sees_why_changes_a_rule_saves_reloads_reverts_and_exports(
         browser: Any, server: str, tmp_path: Path) -> None:
     """The issue's "done when", on a 1366×768 laptop, with nothing but the page."""
-    from playwright.sync_api import expect
 
     with opened(browser, server, 1366, 768, on={"dialog": lambda dialog: dialog.accept()},
                 accept_downloads=True) as page:
         ask(page, INTERVALS)
         page.wait_for_function("() => window.location.search.includes('tonight')", timeout=UI_TIMEOUT_MS)
-        expect(page.locator(".coachctx-sent")).to_contain_text("readiness_training", timeout=UI_TIMEOUT_MS)
-        expect(page.locator(".coachctx-withheld")).to_contain_text("readiness_recovery")
+        expect_listed(page, "sent", "readiness_training")
+        expect_listed(page, "withheld", "readiness_recovery")
         wait_for_script(page)
 
         training_sees_recovery_through_the_form(page)
@@ -296,7 +296,7 @@ def test_a_japanese_question_is_readable(browser: Any, server: str) -> None:
         pytest.skip("no Japanese font installed (apt-get install fonts-noto-cjk)")
     with opened(browser, server, 1366, 768) as page:
         question = ask(page, CJK_QUESTION)
-        expect(page.locator(".coachctx-sent")).to_contain_text("readiness_injury", timeout=UI_TIMEOUT_MS)
+        expect_listed(page, "sent", "readiness_injury")
         wait_for_script(page)
         expect(question).to_have_value(CJK_QUESTION)
         question.blur()
