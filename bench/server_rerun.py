@@ -17,26 +17,19 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from bench.playground_server import CHROMIUM, CHROMIUM_ARGS, running_server, wait_healthy
 from bench.speed import AppResult
-from bench.workload import ROOT, dev_rows
+from bench.workload import dev_rows
 
-CHROMIUM: Final = os.environ.get("COACHCTX_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS: Final = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync"]
-START_TIMEOUT_S: Final = 60
 UI_TIMEOUT_MS: Final = 60_000
-MODEL_ENV: Final = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COACHCTX_MODEL", "COACHCTX_MODEL_TIMEOUT")
 
 # The end of a rerun is the server's `script_finished` message (ForwardMsg field 6, value 0:
 # FINISHED_SUCCESSFULLY, or 3: FINISHED_FRAGMENT_RUN_SUCCESSFULLY when only a fragment reran) reaching the page, read off the websocket before the app handles it. The
@@ -96,40 +89,6 @@ _ELAPSED_MS: Final = """() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _start_server(port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if k not in MODEL_ENV}
-    env["COACHCTX_STORE"] = f"sqlite:///{workdir / 'store.sqlite'}"
-    log = (workdir / "server.log").open("wb")
-    return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> str | None:
-    """None when the server answers its health check, else why not."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return f"streamlit exited with {proc.returncode}"
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return None
-        except OSError:
-            pass
-        time.sleep(0.25)
-    return f"streamlit was not healthy after {START_TIMEOUT_S} s"
-
-
 def _type_and_time(page: Any, question: str) -> float:
     """Seconds from Enter to the end of the rerun it starts (the clock starts just before the key
     press is sent, so Playwright's own round trip counts against us, not for us)."""
@@ -169,23 +128,15 @@ def measure_server_rerun(questions: Sequence[str]) -> AppResult:
         return AppResult(False, f"playwright is not installed ({e}): not measured")
     if not Path(CHROMIUM).exists():
         return AppResult(False, f"{CHROMIUM} is missing (apt-get install chromium): not measured")
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="coachctx-bench-server-") as workdir:
-        proc = _start_server(port, Path(workdir))
+    with tempfile.TemporaryDirectory(prefix="coachctx-bench-server-") as workdir, \
+            running_server(Path(workdir)) as (url, proc):
+        problem = wait_healthy(url, proc)
+        if problem is not None:
+            return AppResult(False, f"{problem}: not measured")
         try:
-            problem = _wait_healthy(url, proc)
-            if problem is not None:
-                return AppResult(False, f"{problem}: not measured")
             first, reruns = _drive(url, questions)
         except Exception as e:  # a browser that cannot start is a figure not measured, not a crash
             return AppResult(False, f"the browser run failed ({type(e).__name__}: {str(e).splitlines()[0]})")
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
     return AppResult(True, "`streamlit run` on 127.0.0.1 and headless Chromium, Enter to the end of the rerun",
                      first, reruns, questions[0])
 

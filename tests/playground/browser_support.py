@@ -9,10 +9,7 @@ a CI run that silently skipped the only real-browser check would prove nothing.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,12 +17,9 @@ from typing import Any, NoReturn
 
 import pytest
 
+from bench.playground_server import wait_healthy as server_problem
+
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "app.py"
-CHROMIUM = os.environ.get("COACHCTX_CHROMIUM", "/usr/bin/chromium")  # Debian's package
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-START_TIMEOUT_S = 60
 UI_TIMEOUT_MS = 60_000  # a loaded CI machine (or a shared one) can take a while per rerun
 QUESTION = "The athlete's question"
 DRAFT = "Policy YAML (the draft)"
@@ -34,26 +28,10 @@ DRAFT = "Policy YAML (the draft)"
 # --- the server and the browser --------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited with {proc.returncode} before it was healthy:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    pytest.fail(f"streamlit was not healthy after {START_TIMEOUT_S} s:\n{log.read_text()}")
+    problem = server_problem(url, proc)
+    if problem is not None:
+        pytest.fail(f"{problem}:\n{log.read_text()}")
 
 
 def cannot_start(why: str) -> NoReturn:

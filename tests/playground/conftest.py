@@ -3,18 +3,15 @@ the test's own, and for the browser tests a `streamlit run` server and headless 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import streamlit as st
-from browser_support import APP, CHROMIUM, CHROMIUM_ARGS, ROOT, cannot_start, free_port, wait_healthy
+from browser_support import cannot_start, wait_healthy
 
-from coachctx.model import SETTING_KEYS
+from bench.playground_server import CHROMIUM, CHROMIUM_ARGS, running_server
 
 
 @pytest.fixture(autouse=True)
@@ -40,30 +37,13 @@ def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`streamlit run app.py` on a free 127.0.0.1 port, one per test module."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    # no model: the page must work fully without one (and must not reach any network); a policy
-    # store of its own, never the user's ~/.coachctx one
-    env = {k: v for k, v in os.environ.items() if k not in SETTING_KEYS}
-    env["COACHCTX_STORE"] = f"sqlite:///{log.parent / 'store.sqlite'}"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        wait_healthy(url, proc, log)
+    """`streamlit run app.py` on a free 127.0.0.1 port, one per test module: no model (the page must
+    work fully without one, and must not reach any network) and a policy store of its own, never
+    the user's ~/.coachctx one (bench/playground_server.py)."""
+    workdir = tmp_path_factory.mktemp("streamlit")
+    with running_server(workdir) as (url, proc):
+        wait_healthy(url, proc, workdir / "server.log")
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
