@@ -147,8 +147,14 @@ def render_difference(diff: dict[str, Any]) -> str:
             return "\n".join([f"  {diff['field']}: differs", *map(printable, _changed_lines(before, after))])
         at = _first_difference(before, after)
         before, after = _around(before, at), _around(after, at)
-    return printable(f"  {diff['field']}: recorded {json_text(before, indent=None)} -> "
-                     f"now {json_text(after, indent=None)}")
+    return printable(f"  {diff['field']}: recorded {_json_cut(before)} -> now {_json_cut(after)}")
+
+
+def _json_cut(value: Any) -> str:
+    """A value of a difference as JSON on one line, cut past MAX_RECORDED_CHARS: a recorded list
+    of a million entries is one short line."""
+    text = json_text(value, indent=None)
+    return text if len(text) <= MAX_RECORDED_CHARS else f"{text[:MAX_RECORDED_CHARS]}… ({len(text):,} characters)"
 
 
 DIFF_CONTEXT = 60

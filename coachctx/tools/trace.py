@@ -29,6 +29,7 @@ from coachctx.reading import (
     read_bytes,
     shown,
 )
+from coachctx.tools.trace_compare import compare
 
 TRACE_FORMAT: Final = "coachctx.trace/1"
 MAX_TRACE_BYTES: Final = 5 * 1024 * 1024
@@ -290,68 +291,6 @@ class RecordedClassifier:
         if self.raw is None:
             return ModelAnswer(raw=None, latency_ms=0.0, error="no model answer recorded in the trace")
         return ModelAnswer(raw=self.raw, latency_ms=0.0)
-
-
-COMPARED: Final = (
-    ("question", lambda d: d["question"]),
-    ("athlete", lambda d: d["athlete"]),
-    ("policy.digest", lambda d: d["policy"]["digest"]),
-    ("intent.name", lambda d: d["intent"]["name"]),
-    ("intent.source", lambda d: d["intent"]["source"]),
-    ("intent.contenders", lambda d: d["intent"]["contenders"]),
-    ("intent.scores", lambda d: {k: v for k, v in d["intent"]["scores"].items() if v}),
-    ("scope.effective", lambda d: d["scope"]["effective"]),
-    ("budget", lambda d: d["budget"]),
-    ("selected", lambda d: d["selected"]),
-    ("withheld", lambda d: {w["fragment"]: w["reason"] for w in d["withheld"]}),
-    ("tokens.prompt", lambda d: d["tokens"]["prompt"]),
-    ("warnings", lambda d: d["warnings"]),
-)
-
-
-def compare(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Field-by-field differences between two Decision JSONs: [{field, recorded, now}]. Besides
-    the route and the selection, the policy digest, every fragment's line and every message of
-    the prompt and of the naive prompt (which holds the whole bundle) are compared, so a trace
-    whose bundle or decision was edited does not replay as the same decision; a missing or
-    malformed recorded field counts as different."""
-    fields: list[tuple[str, Any, Any]] = [(name, _get(get, recorded), get(now)) for name, get in COMPARED]
-    before_lines, after_lines = _lines(recorded), _lines(now)
-    fields += [(f"fragments.{name}.line", before_lines.get(name), after_lines.get(name))
-               for name in dict.fromkeys([*after_lines, *before_lines])]
-    for key in ("messages", "naive_messages"):
-        before_prompt, after_prompt = _messages(recorded, key), _messages(now, key)
-        for i in range(max(len(before_prompt), len(after_prompt))):
-            role = (after_prompt[i] if i < len(after_prompt) else before_prompt[i])[0]
-            fields.append((f"prompt.{key}[{i}].{role}", _content(before_prompt, i), _content(after_prompt, i)))
-    return [{"field": name, "recorded": before, "now": after} for name, before, after in fields if before != after]
-
-
-def _get(get: Any, d: Mapping[str, Any]) -> Any:
-    try:
-        return get(d)
-    except (KeyError, TypeError, AttributeError, IndexError):
-        return None
-
-
-def _lines(d: Mapping[str, Any]) -> dict[str, Any]:
-    fragments = d.get("fragments")
-    if not isinstance(fragments, list):
-        return {}
-    return {str(f.get("name")): f.get("line") for f in fragments if isinstance(f, Mapping)}
-
-
-def _messages(d: Mapping[str, Any], key: str) -> list[tuple[str, Any]]:
-    prompt = d.get("prompt")
-    messages = prompt.get(key) if isinstance(prompt, Mapping) else None
-    if not isinstance(messages, list):
-        return [("message", None)]  # nothing recorded: differs from any prompt
-    return [(str(m.get("role", "message")), m.get("content")) if isinstance(m, Mapping) else ("message", m)
-            for m in messages]
-
-
-def _content(messages: list[tuple[str, Any]], i: int) -> Any:
-    return messages[i][1] if i < len(messages) else None
 
 
 @dataclass(frozen=True)

@@ -119,3 +119,56 @@ class TestReplayTampering:
         assert "policy.digest" in {d["field"] for d in doc["differences"]}
         text = cli("replay", str(path), "--policy", str(other)).out
         assert "exactly as recorded" not in text and "  policy.digest: recorded " in text
+
+
+def leaf_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every leaf of a JSON document, as the keys and indexes that reach it."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in leaf_paths(v, (*path, k))]
+    if isinstance(value, list) and value:
+        return [p for i, v in enumerate(value) for p in leaf_paths(v, (*path, i))]
+    return [path]
+
+
+def set_at(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(t: dict[str, Any]) -> None:
+        here: Any = t["decision"]
+        for key in path[:-1]:
+            here = here[key]
+        here[path[-1]] = value
+    return edit
+
+
+PROVENANCE = {("policy", "source"), ("policy", "version"), ("version",)}
+
+
+class TestEveryRecordedField:
+    """A recorded field edited to anything else is a difference, wherever it is in the Decision
+    (an adversarial pass found 79 fields whose edit still replayed as "the same decision"); only
+    where the policy and the code came from may differ."""
+
+    def test_each_field_edited_is_a_difference(self, recorded: dict[str, Any], policy: Policy) -> None:
+        paths = leaf_paths(recorded["decision"])
+        assert len(paths) > 60
+        missed = [path for path in paths if path not in PROVENANCE
+                  and not fields(tampered(recorded, set_at(path, {"tampered": True})), policy)]
+        assert missed == [], missed
+
+    @pytest.mark.parametrize("path", sorted(PROVENANCE))
+    def test_where_the_policy_and_code_came_from_is_not_a_difference(
+            self, recorded: dict[str, Any], policy: Policy, path: tuple[str, ...]) -> None:
+        assert fields(tampered(recorded, set_at(path, "elsewhere")), policy) == set()
+
+    def test_a_field_a_decision_does_not_have_is_one_difference(self, recorded: dict[str, Any], policy: Policy) -> None:
+        def extra(t: dict[str, Any]) -> None:
+            t["decision"]["intent"].update({f"extra_{i}": i for i in range(1000)})
+        assert fields(tampered(recorded, extra), policy) == {"intent.(fields the decision does not have)"}
+
+    @TIMEOUT
+    def test_a_huge_recorded_value_is_shown_on_one_short_line(self, cli: TerminalRun, recorded: dict[str, Any],
+                                                             tmp_path: Path) -> None:
+        path = tmp_path / "t.json"
+        path.write_text(json.dumps(tampered(recorded, set_at(("warnings",), ["w"] * 200_000))), encoding="utf-8")
+        r = cli("replay", str(path))
+        line = next(line for line in r.out.splitlines() if line.startswith("  warnings: recorded "))
+        assert len(line) < 300 and "(1,000,000 characters)" in line and line.endswith('-> now []')
