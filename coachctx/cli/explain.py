@@ -62,7 +62,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
                       cost_mode=args.costs, classifier=classifier, policy_source=source,
                       policy_version=version)
     if args.trace_out:
-        write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget))
+        write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget),
+                          inputs=[args.policy] if args.policy is not None else [])
     if args.json:
         print_json(decision.to_json())
     else:

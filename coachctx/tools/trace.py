@@ -127,6 +127,9 @@ def _refuse_special(p: Path) -> None:
     except OSError as e:
         raise InputError(f"cannot write {p}: {e.strerror or e}") from e
     if stat.S_ISREG(mode):
+        if _is_sqlite(p):
+            raise InputError(f"cannot write {p}: it is an SQLite database (a policy store?); give a new file or a "
+                             "regular file to replace")
         return
     kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else
             "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
@@ -134,17 +137,38 @@ def _refuse_special(p: Path) -> None:
     raise InputError(f"cannot write {p}: it is {kind}; give a new file or a regular file to replace")
 
 
-def write_json_atomic(path: str | Path, obj: Any) -> None:
+def _is_sqlite(p: Path) -> bool:
+    try:
+        with p.open("rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _refuse_inputs(p: Path, inputs: Sequence[str | Path]) -> None:
+    """The file a command reads is never the file it writes (`--trace-out` naming the `--policy`)."""
+    for given in inputs:
+        try:
+            same = os.path.samefile(p, given)
+        except OSError:  # either is missing: not the same file
+            continue
+        if same:
+            raise InputError(f"cannot write {p}: it is {given}, which this command reads; give another file")
+
+
+def write_json_atomic(path: str | Path, obj: Any, *, inputs: Sequence[str | Path] = ()) -> None:
     """Write JSON so the file is either the old one or the whole new one, never half: a
     temporary file in the same directory, renamed over the path. Anything but a new or regular
-    file is refused, naming the path asked for, and nothing is left behind on failure."""
-    write_text_atomic(path, json_text(obj) + "\n")
+    file is refused, as are a policy store and the files in `inputs` (what the command reads),
+    naming the path asked for, and nothing is left behind on failure."""
+    write_text_atomic(path, json_text(obj) + "\n", inputs=inputs)
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
+def write_text_atomic(path: str | Path, text: str, *, inputs: Sequence[str | Path] = ()) -> None:
     """`text` written as `write_json_atomic` writes JSON: whole or not at all."""
     p = Path(path)
     _refuse_special(p)
+    _refuse_inputs(p, inputs)
     parent = p.parent if str(p.parent) else Path(".")
     try:
         # the name cut short: a target name near the file system's limit still leaves room for the temp's

@@ -23,6 +23,7 @@ from repo_paths import ROOT
 from robustness_support import Result, TerminalRun, model_threads, terminal_cli
 
 from coachctx.engine.policy import DEFAULT_POLICY_PATH
+from coachctx.tools.store import PolicyStore
 from coachctx.tools.trace import json_text, parse_trace
 
 UNSURE = "Should I train through this pain?"
@@ -207,6 +208,26 @@ class TestTraceOut:
         assert r.code == 0 and f"trace written to {tmp_path / 't.json'}" in r.out
         assert parse_trace((tmp_path / "t.json").read_bytes()).inputs["question"] == UNSURE
         assert leftovers(tmp_path, "t.json") == []
+
+    @TIMEOUT
+    def test_a_policy_store_is_refused_and_kept(self, cli: Run, tmp_path: Path) -> None:
+        """A store is a regular file, but replacing it loses every version and label (an
+        adversarial pass: `--trace-out store.sqlite` and `labels export --out store.sqlite` did)."""
+        store = tmp_path / "store.sqlite"
+        with PolicyStore(f"sqlite:///{store}") as opened:
+            opened.add_question_labels([])
+        before = store.read_bytes()
+        for r in (explain_to(cli, store), cli("labels", "export", "--store", str(store), "--out", str(store))):
+            assert r.code == 2 and f"cannot write {store}: it is an SQLite database (a policy store?)" in r.err
+        assert store.read_bytes() == before and leftovers(tmp_path, "store.sqlite") == []
+
+    @TIMEOUT
+    def test_the_policy_the_command_reads_is_refused(self, cli: Run, tmp_path: Path) -> None:
+        policy = tmp_path / "mine.yaml"
+        shutil.copyfile(DEFAULT_POLICY_PATH, policy)
+        r = cli("explain", UNSURE, "--athlete", "maya", "--policy", str(policy), "--trace-out", str(tmp_path / "." / "mine.yaml"))
+        assert r.code == 2 and f"it is {policy}, which this command reads; give another file" in r.err
+        assert policy.read_bytes() == DEFAULT_POLICY_PATH.read_bytes()
 
     @TIMEOUT
     def test_a_name_at_the_file_system_limit(self, cli: Run, tmp_path: Path) -> None:
