@@ -25,6 +25,7 @@ from coachctx.errors import InputError, PolicyError
 from coachctx.reading import (
     ReadError,
     check_json_value,
+    decode_utf8,
     file_path,
     parse_json,
     printable,
@@ -36,6 +37,11 @@ from coachctx.reading import (
 MAX_QUESTIONS: Final = 1_000_000
 
 MAX_FILE_BYTES: Final = 512 * 1024 * 1024
+
+MAX_LINE_BYTES: Final = 1024 * 1024
+"""A line of a JSONL or CSV log: a question is at most 2,000 characters, so a longer line is not a
+row of a log. JSONL skips such a line unread, CSV (one document) refuses the file; either way the
+line is never decoded, which for one emoji in 500 MB took 4 bytes a character, twice over."""
 
 MAX_YAML_BYTES: Final = 16 * 1024 * 1024
 """YAML is parsed whole and far slower than JSONL or CSV: a set this large belongs in a log."""
@@ -89,15 +95,23 @@ def read_questions(path: str | Path) -> QuestionSet:
     if fmt is None:
         raise InputError(f"{p}: unknown question set format {p.suffix or '(no suffix)'!r}; "
                          f"use one of {', '.join(FORMATS)}")
-    limit = MAX_YAML_BYTES if fmt == "yaml" else MAX_FILE_BYTES
+    if fmt == "yaml":
+        return parse_questions(read_text(p, MAX_YAML_BYTES, expected="a question set file", strip_bom=True), fmt, str(p))
+    data = read_bytes(p, MAX_FILE_BYTES, expected="a question set file")
     if fmt == "jsonl":
-        # a log of many rows: a byte that is not UTF-8 costs its own row (`_jsonl_records` skips a
-        # line holding one), not the whole log; YAML and CSV are one document and are read strictly
-        data = read_bytes(p, limit, expected="a question set file")
-        text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
-    else:
-        text = read_text(p, limit, expected="a question set file", strip_bom=True)
-    return parse_questions(text, fmt, str(p))
+        # a log of many rows, read line by line from its bytes: a byte that is not UTF-8 or an
+        # overlong line costs its own row (`_jsonl_records`), not the whole log
+        return _questions(_jsonl_records(data.removeprefix(b"\xef\xbb\xbf")), fmt, str(p))
+    # CSV is one document, read strictly
+    long_line = _LONG_LINE.search(data)
+    if long_line is not None:
+        line = data.count(b"\n", 0, long_line.start()) + 1
+        raise InputError(f"{p}: line {line} is longer than {MAX_LINE_BYTES:,} bytes, more than a row of a log "
+                         "holds (an unclosed quote, or not a log?)")
+    return parse_questions(decode_utf8(data, str(p), strip_bom=True), fmt, str(p))
+
+
+_LONG_LINE: Final = re.compile(rb"[^\n]{%d}" % (MAX_LINE_BYTES + 1))
 
 
 
@@ -113,6 +127,10 @@ def parse_questions(text: str, fmt: str, source: str = "<questions>") -> Questio
         records = _csv_records(text, source)
     else:
         raise InputError(f"{source}: unknown question set format {fmt!r}; use yaml, jsonl or csv")
+    return _questions(records, fmt, source)
+
+
+def _questions(records: Iterable[tuple[int, Mapping[str, Any] | str]], fmt: str, source: str) -> QuestionSet:
     questions: list[Question] = []
     skipped: list[tuple[int, str]] = []
     for row, record in records:
@@ -153,9 +171,24 @@ _NOT_UTF8: Final = re.compile("[\udc80-\udcff]")
 """A byte that was not UTF-8, as `bytes.decode(..., "surrogateescape")` keeps it."""
 
 
-def _jsonl_records(text: str) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
+def _byte_lines(data: bytes) -> Iterable[str | int]:
+    """Each line of `data` as text (a byte that is not UTF-8 kept as `surrogateescape` keeps it),
+    or, for a line over `MAX_LINE_BYTES`, its length in bytes: never decoded nor copied."""
+    start = 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        yield end - start if end - start > MAX_LINE_BYTES else data[start:end].decode("utf-8", "surrogateescape")
+        start = end + 1
+
+
+def _jsonl_records(text: str | bytes) -> Iterable[tuple[int, Mapping[str, Any] | str]]:
     # JSONL lines end at \n only: `splitlines()` would also cut at U+2028 or \x1e inside a string
-    for line_no, line in enumerate(text.split("\n"), 1):
+    lines = _byte_lines(text) if isinstance(text, bytes) else text.split("\n")
+    for line_no, line in enumerate(lines, 1):
+        if isinstance(line, int) or len(line) > MAX_LINE_BYTES:
+            yield line_no, f"the line is longer than {MAX_LINE_BYTES:,} bytes, more than a row of a log holds"
+            continue
         line = line.removesuffix("\r")
         if not line.strip():
             continue

@@ -23,7 +23,7 @@ from robustness_support import PAIN, Run
 from coachctx.engine.services import SAMPLE_ATHLETES_DIR, FixtureUpstream
 from coachctx.errors import InputError, TraceError
 from coachctx.reading import MAX_JSON_DEPTH, ReadError, parse_json, read_bytes, read_text
-from coachctx.tools.questions import parse_questions, read_questions
+from coachctx.tools.questions import MAX_LINE_BYTES, parse_questions, read_questions
 from coachctx.tools.trace import MAX_TRACE_BYTES, parse_trace, read_trace
 
 ATHLETES = "ines, kenji, lucia, maya, omar, priya, tom"
@@ -126,6 +126,25 @@ class TestNotAFile:
         assert [q.question for q in got.questions] == ["how far today", "rest day?"]
         assert got.skipped[0] == (2, "not UTF-8 text (column 16)")
         assert got.skipped[1][0] == 3 and "surrogate" in got.skipped[1][1]
+
+    @pytest.mark.timeout(10)
+    def test_a_jsonl_line_longer_than_a_row_is_skipped_unread(self, tmp_path: Path) -> None:
+        """One emoji in a 500 MB line made the log 4 bytes a character in memory, twice over (7 GB
+        peak, an adversarial pass): a line longer than any row is skipped before it is decoded."""
+        path = tmp_path / "log.jsonl"
+        long_line = '{"question": "\U0001F3C3' + "a" * MAX_LINE_BYTES + '"}'
+        path.write_text(f'{{"question": "how far today"}}\n{long_line}\r\n{{"question": "rest day?"}}\n', encoding="utf-8")
+        got = read_questions(path)
+        assert [q.question for q in got.questions] == ["how far today", "rest day?"]
+        assert got.skipped == ((2, "the line is longer than 1,048,576 bytes, more than a row of a log holds"),)
+
+    @pytest.mark.timeout(10)
+    def test_a_csv_line_longer_than_a_row_refuses_the_file_naming_the_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "log.csv"
+        path.write_text(f'question\nhow far today\n"\U0001F3C3{"a" * MAX_LINE_BYTES}"\nrest day?\n', encoding="utf-8")
+        with pytest.raises(InputError, match=r"log\.csv: line 3 is longer than 1,048,576 bytes, more than a row of a "
+                                             r"log holds \(an unclosed quote, or not a log\?\)$"):
+            read_questions(path)
 
     @pytest.mark.timeout(5)
     def test_a_regular_file_within_the_limit_is_read(self, tmp_path: Path) -> None:
