@@ -347,6 +347,9 @@ def _question(row: int, record: Mapping[str, Any], *, labels_scope: bool) -> Que
     both = both_spellings(record)
     if both is not None:
         raise ValueError(both)
+    if "question" not in record and "q" not in record:
+        raise ValueError(f"no question: the row has no `question` (or `q`); it has {shown(sorted(map(str, record)))}"
+                         if record else "no question: the row is empty")
     q = record.get("question", record.get("q"))
     if not isinstance(q, str) or not q.strip():
         raise ValueError("the question is empty" if q in (None, "") or isinstance(q, str)

@@ -301,15 +301,20 @@ class TestLongValuesInMessages:
         assert "…' (10000000 characters); use one of training" in line and len(line) < 300
 
     def test_impacts_skipped_list_quotes_10_mb_values_short(self, cli: Callable[..., Result], tmp_path: Path) -> None:
-        rows = [{"question": "knee", key: self.BIG} for key in ("athlete", "tier", "scope", "intents", "needs")]
+        # 1,000,000 characters: a row's line stays within the 1 MiB a log line may hold; a 10 MB row
+        # is skipped unread (the last)
+        big = "x" * 1_000_000
+        rows = [{"question": "knee", key: big} for key in ("athlete", "tier", "scope", "intents", "needs")]
         (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows)
+                                            + json.dumps({"question": "knee", "athlete": self.BIG}) + "\n"
                                             + '{"question": "knee pain today"}\n', encoding="utf-8")
         result = cli("impact", "log.jsonl", "--base", POLICY, "--candidate", POLICY, "--json")
         assert result.code == 0, result.err
         skipped = result.json()["skipped"]
-        assert [s["row"] for s in skipped] == [1, 2, 3, 4, 5]
-        for s in skipped:
-            assert "xxx…' (10000000 characters)" in s["reason"] and len(s["reason"]) < 300, s["reason"][:300]
+        assert [s["row"] for s in skipped] == [1, 2, 3, 4, 5, 6]
+        for s in skipped[:5]:
+            assert "xxx…' (1000000 characters)" in s["reason"] and len(s["reason"]) < 300, s["reason"][:300]
+        assert skipped[5]["reason"] == "the line is longer than 1,048,576 bytes, more than a row of a log holds"
 
     def test_a_csv_cell_past_the_header_is_quoted_short(self) -> None:
         qs = parse_questions("question,athlete\nknee,maya," + "y" * 100_000 + "\nhip,tom\n", "csv", "log.csv")

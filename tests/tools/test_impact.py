@@ -62,12 +62,14 @@ class TestReading:
             "{not json",
             json.dumps({"question": "hi", "scope": "tomorrow"}),
             json.dumps(["a list"]),
+            json.dumps({"questoin": "typo in the key"}),
         ])
         qs = parse_questions(text, "jsonl", "log.jsonl")
         assert [(q.row, q.question, q.athlete, q.scope, q.tier) for q in qs.questions] == [
             (1, "Is a nap good?", "kenji", "today", "free"), (3, "thanks!", None, "auto", None)]
-        assert [row for row, _ in qs.skipped] == [4, 5, 6, 7]
+        assert [row for row, _ in qs.skipped] == [4, 5, 6, 7, 8]
         assert qs.skipped[0] == (4, "the question is empty")
+        assert qs.skipped[4] == (8, "no question: the row has no `question` (or `q`); it has ['questoin']")
         assert qs.skipped[2][1] == "unknown scope 'tomorrow'; use one of: auto, today, week, months"
 
     def test_csv_with_labels(self) -> None:
