@@ -121,6 +121,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _parquet_problem(e: BaseException) -> str:
+    """pyarrow's own message, without the lines Dask wraps it in."""
+    text = str(e)
+    original = " ".join(text.split("Original Message:", 1)[-1].split())
+    return printable(original[:300]) + ("…" if len(original) > 300 else "")
+
+
 def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: str | None = None,
                     base_name: str = "base", candidate_name: str = "candidate", upstream: Upstream | None = None,
                     default_athlete: str = DEFAULT_ATHLETE, cost_mode: CostMode = "hand",
@@ -140,7 +147,10 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
             import dask.dataframe as dask_dataframe
         except ImportError as e:
             raise InputError("reading Parquet needs dask[dataframe] and pyarrow: pip install 'coachctx[dask]'") from e
-        parts = dask_dataframe.read_parquet(files).to_delayed()
+        try:
+            parts = dask_dataframe.read_parquet(files).to_delayed()
+        except (ValueError, OSError) as e:  # pyarrow's ArrowInvalid is a ValueError
+            raise InputError(f"{printable(source)}: not a Parquet log Dask can read: {_parquet_problem(e)}") from e
         decide = dask.delayed(parquet_partition, pure=True)
     client = None
     try:

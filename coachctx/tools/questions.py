@@ -278,8 +278,10 @@ def _csv_records(text: str, source: str) -> Iterable[tuple[int, Mapping[str, Any
     if "question" not in columns and "q" not in columns:
         # the header is data: a quoted newline or 100 kB in it must not make the error span lines
         names = printable(", ".join(header)) or "nothing"
+        bom = " (it starts with a byte order mark, U+FEFF: the file has two?)" if header and \
+            header[0].startswith("\ufeff") else ""
         raise InputError(f"{source}: no `question` (or `q`) column; the header has: "
-                         f"{names if len(names) <= 200 else names[:197] + '...'}")
+                         f"{names if len(names) <= 200 else names[:197] + '...'}{bom}")
     row = 0
     while True:
         lines.next_record()

@@ -116,6 +116,9 @@ class TestReading:
 
     @pytest.mark.parametrize(("name", "text", "match"), [
         ("log.csv", "text,athlete\nhello,maya\n", r"^log\.csv: no `question` \(or `q`\) column; the header has: text, athlete$"),
+        ("log.csv", "\ufeff\ufeffquestion\nknee pain\n", r"^log\.csv: no `question` \(or `q`\) column; the header has: "
+                                                    r"\\ufeffquestion \(it starts with a byte order mark, U\+FEFF: the "
+                                                    r"file has two\?\)$"),
         ("log.txt", "hello", r"^log\.txt: unknown question set format '\.txt'; use one of \.yaml, \.yml, \.jsonl"),
         ("set.yaml", "questions: 3", r"^set\.yaml: expected a list of questions"),
         ("set.yaml", "questions: [{q: ''}]", r"^set\.yaml: no questions found \(row 1: the question is empty\)$"),

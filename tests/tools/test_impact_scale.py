@@ -154,6 +154,20 @@ class TestCommand:
         assert len(err.splitlines()) == 1 and re.match(message, err), err
 
 
+    @pytest.mark.timeout(60)
+    def test_a_file_that_is_not_parquet_is_one_line_naming_it(self, capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+        """Dask wraps pyarrow's message in its own lines; the user gets pyarrow's, on one line."""
+        bad = tmp_path / "log.parquet"
+        bad.write_bytes(b"PAR1 not a parquet file PAR1")
+        code = main(["impact", str(bad), "--engine", "dask", "--base", str(ROOT / "policy" / "default.yaml"),
+                     "--candidate", str(ROOT / "policy" / "default.yaml")])
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, "")
+        assert len(err.splitlines()) == 1 and "Original Message" not in err and "\\n" not in err, err
+        assert err.startswith(f"coachctx: {bad}: not a Parquet log Dask can read: ") and "Is this a 'parquet' file?" in err
+
+
 class TestOrder:
     @pytest.mark.timeout(120)
     def test_a_row_is_decided_alike_whatever_came_before(self, policy: Policy) -> None:
