@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
 
 
 def _label_id(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 2**63:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:
         raise argparse.ArgumentTypeError(f"a label id is a whole number from 1 (see `coachctx labels list`), "
                                          f"got {shown(text)}")
     return int(text)

@@ -179,7 +179,7 @@ def fetch_bundle(upstream: Upstream, athlete: str, cache: ConditionsCache | None
 # --- fixtures --------------------------------------------------------------------------------
 
 
-ATHLETE_ID: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+ATHLETE_ID: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An athlete is an id, never a path: `../x`, `/etc/x` or `a/b` can only name a file elsewhere."""
 
 

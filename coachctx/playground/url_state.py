@@ -41,10 +41,10 @@ TAB_NAMES: Final[Mapping[str, str]] = {
 MAX_URL_BUDGET: Final = 1_000_000
 
 
-_DIGEST = re.compile(r"^[0-9a-f]{6,64}$")
+_DIGEST = re.compile(r"[0-9a-f]{6,64}\Z")
 
 
-_BUDGET = re.compile(r"^[0-9]{1,7}$")  # ASCII digits only: str.isdigit() accepts '²', which int() refuses
+_BUDGET = re.compile(r"[0-9]{1,7}\Z")  # ASCII digits only: str.isdigit() accepts '²', which int() refuses
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

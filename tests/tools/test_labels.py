@@ -87,7 +87,10 @@ class TestStore:
         ({"author": ""}, r"^author is empty"),
         ({"author": "ana\x1b[2J"}, r"^author holds the control character U\+001B"),
         ({"author": "a" * 101}, r"^author is 101 characters; the limit is 100$"),
-        ({"athlete": "maya; drop table"}, r"^athlete: 'maya; drop table' is not valid$"),
+        ({"athlete": "maya; drop table"}, r"^athlete: 'maya; drop table' is not valid; an athlete id is lower-case "
+                                          r"letters, digits, - and _$"),
+        # never a path, never a line break, never another case: the ids the services take
+        *[({"athlete": bad}, r"^athlete: .* is not valid; an athlete id is") for bad in ("..", "maya\n", "Maya", "a.b")],
         ({"scope": "year"}, r"^scope: 'year' is not valid; use one of today, week, months$"),
         ({"lang": "xx"}, r"^lang: 'xx' is not valid; use one of en, "),
         ({"origin": "robot"}, r"^origin: 'robot' is not valid; use one of coach, model$"),

@@ -9,12 +9,12 @@ from typing import Final
 from coachctx.reading import control_character, printable, shown
 from coachctx.tools.store.errors import StoreError
 
-LABEL_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+LABEL_PATTERN: Final = re.compile(r"[a-z][a-z0-9_-]{0,31}\Z")
 MAX_MESSAGE_CHARS: Final = 500
 MAX_AUTHOR_CHARS: Final = 100
-VERSION_REF: Final = re.compile(r"^v?(\d{1,9})$")
+VERSION_REF: Final = re.compile(r"v?([0-9]{1,9})\Z")
 """A version as `resolve` reads it (`3` or `v3`): at most nine digits, or SQLite would overflow."""
-VERSION_LIKE: Final = re.compile(r"^v\d+$")
+VERSION_LIKE: Final = re.compile(r"v[0-9]+\Z")
 """`v` and digits, whatever their count: refused as a label even past the digits `resolve` reads."""
 
 

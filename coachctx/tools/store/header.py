@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from coachctx.tools.store.versions import Label, Version
 
 HEADER_PREFIX: Final = "# coachctx policy version "
-_HEADER = re.compile(r"^# coachctx policy version (\d{1,9})\b[^\n]*\n?")
+_HEADER = re.compile(r"^# coachctx policy version ([0-9]{1,9})\b[^\n]*\n?")
 """At most nine digits, as `resolve` reads them: a longer number is no version and would overflow SQLite."""
 
 

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.engine.policy import INTENTS, LANGUAGES
+from coachctx.engine.services import ATHLETE_ID
 from coachctx.reading import shown
 from coachctx.tools.store import tables
 from coachctx.tools.store.checks import MAX_AUTHOR_CHARS, check_text
@@ -23,8 +24,9 @@ from coachctx.tools.store.database import Database
 from coachctx.tools.store.errors import StoreError
 from coachctx.tools.store.tables import utc
 
-ATHLETE_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-DIGEST_PATTERN: Final = re.compile(r"^[0-9a-f]{6,64}$")
+ATHLETE_PATTERN: Final = ATHLETE_ID
+"""An athlete id as the services take it (lower-case letters, digits, - and _; never a path)."""
+DIGEST_PATTERN: Final = re.compile(r"[0-9a-f]{6,64}\Z")
 ROUTE_SOURCES: Final = ("rules", "model", "fallback")
 ORIGINS: Final = ("coach", "model")
 _IDENTITY: Final = ("question", "athlete", "intents", "needs", "origin", "author")
@@ -165,7 +167,8 @@ def _optional(value: Any, what: str, allowed: Sequence[str] | re.Pattern[str]) -
         return None
     ok = isinstance(value, str) and (allowed.match(value) if isinstance(allowed, re.Pattern) else value in allowed)
     if not ok:
-        use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else ""
+        use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else \
+            "; an athlete id is lower-case letters, digits, - and _" if allowed is ATHLETE_ID else ""
         raise StoreError(f"{what}: {shown(value)} is not valid{use}")
     return str(value)
 
