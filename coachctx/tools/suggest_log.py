@@ -44,7 +44,9 @@ def conflicting_labels(rows: Sequence[LabelledRow]) -> list[tuple[LabelledRow, .
     groups: dict[tuple[tuple[str, ...], str], list[LabelledRow]] = {}
     for r in rows:
         tokens = tokenise(r.question)
-        groups.setdefault((tokens.words, tokens.unspaced), []).append(r)
+        # a question with no words ("🏃", "😴") is the same question only as the same text
+        key = (tokens.words, tokens.unspaced) if tokens.words or tokens.unspaced else ((), " ".join(tokens.text.split()))
+        groups.setdefault(key, []).append(r)
     return [tuple(group) for group in groups.values() if len({frozenset(r.intents) for r in group}) > 1]
 
 

@@ -27,6 +27,7 @@ from coachctx.tools.suggest import (
     suggest,
 )
 from coachctx.tools.suggest_candidates import phrases
+from coachctx.tools.suggest_log import conflicting_labels
 
 HAMSTRING = [("my hamstring is tight after sprints", ["injury"]), ("hamstring twinge on the hills", ["injury"]),
              ("pulled my hamstring yesterday", ["injury"]), ("is a hamstring strain serious", ["injury"])]
@@ -281,6 +282,13 @@ class TestCommand:
         assert main(["suggest", str(log), "--max", "1", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["conflicts"] == [
             [{"row": n, "intents": i, "origin": o} for n, (_, i, o) in enumerate(rows[:5], 1)]]
+
+    def test_questions_without_words_are_one_question_only_when_their_text_is(self) -> None:
+        """Emoji alone have no words to compare: "🏃" and "😴" are two questions (all such rows
+        were once one conflicting question), "🏃" twice is one."""
+        rows = [LabelledRow(n, q, (intent,)) for n, (q, intent) in enumerate(
+            [("🏃", "training"), ("😴", "recovery"), ("🏃", "injury"), ("🏃 ", "training")], 1)]
+        assert [[r.row for r in group] for group in conflicting_labels(rows)] == [[1, 3, 4]]
 
     @pytest.mark.parametrize("value", ["0", "201", "x", "1e3"])
     def test_max_is_a_bounded_whole_number(self, tmp_path: Path, value: str, capsys: pytest.CaptureFixture[str]) -> None:
