@@ -139,12 +139,14 @@ def cmd_labels(args: argparse.Namespace) -> int:
     text = read_text(path, MAX_LABELS_BYTES, expected="a JSONL file of labels", strip_bom=True)
     labels = parse_labels_jsonl(text, str(path), author=args.author or _default_author())
     with PolicyStore(store_url(args.store)) as store:
-        before = len(store.question_labels())
-        store.add_question_labels(labels)
-        added = len(store.question_labels()) - before
+        before = {label.id for label in store.question_labels()}
+        # counted from what this import stored, not from the table's size: another import at the same time adds too
+        ids = [label.id for label in store.add_question_labels(labels)]
+    distinct = set(ids)
+    added, already, repeated = len(distinct - before), len(distinct & before), len(ids) - len(distinct)
     print(f"imported {added} label(s) from {printable(args.file)} into {store.display_url}"
-          + (f"; {len(labels) - added} {'was' if len(labels) - added == 1 else 'were'} stored already"
-             if added < len(labels) else ""))
+          + (f"; {already} {'was' if already == 1 else 'were'} stored already" if already else "")
+          + (f"; {repeated} repeated an earlier line of the file" if repeated else ""))
     return 0
 
 

@@ -91,6 +91,10 @@ class QuestionLabelStore(Database):
         out: list[QuestionLabel] = []
         table = tables.question_labels
         with self._errors("store the label"), self.engine.begin() as conn:
+            if self.engine.dialect.name == "sqlite":
+                # the write lock before the read: two imports of one file at once stored it twice
+                # (the driver begins a transaction only at the first INSERT, after the reads)
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
             # an import of many labels reads what is stored once, not once a label: the table has no
             # index to find an equal label by, and a query per label made an import quadratic
             stored = _stored_by_identity(conn) if len(checked) > FEW_LABELS else None
