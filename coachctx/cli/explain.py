@@ -192,11 +192,15 @@ def _around(text: str, at: int) -> str:
 
 def cmd_check_policy(args: argparse.Namespace) -> int:
     policy = load_policy(args.path)
-    print(f"{printable(args.path)}: ok (digest {policy.digest}; {len(policy.intents)} intents, "
+    findings = lint_policy(policy)
+    # a lint error is a rule that can never act as written (exit 1); a warning is advice (exit 0)
+    failed = sum(f.severity == "error" for f in findings)
+    print(f"{printable(args.path)}: {'ok' if not failed else f'valid, but {failed} lint error(s)'} "
+          f"(digest {policy.digest}; {len(policy.intents)} intents, "
           f"{sum(len(t) for v in policy.vocabulary.values() for t in v.values())} terms)")
-    for finding in lint_policy(policy):  # advice, not failure: the file is valid
-        print(f"warning: {finding}")
-    return 0
+    for finding in findings:
+        print(f"{finding.severity}: {finding}")
+    return 1 if failed else 0
 
 
 def cmd_athletes(args: argparse.Namespace) -> int:

@@ -135,13 +135,16 @@ class TestCraftedPolicy:
         assert {f.code for f in found} == set(RULES)
         assert [f.code for f in errors(found)] == ["promote-excluded", "weak-vocabulary"]
 
-    def test_check_policy_prints_warnings_after_ok_and_exits_0(self, capsys: pytest.CaptureFixture[str]) -> None:
-        assert main(["check-policy", str(EVERY_RULE)]) == 0
+    def test_check_policy_prints_each_finding_by_severity_and_exits_1_on_an_error(
+            self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Errors were printed as warnings after "ok", exit 0 (an adversarial pass)."""
+        assert main(["check-policy", str(EVERY_RULE)]) == 1
         lines = capsys.readouterr().out.splitlines()
-        assert lines[0].startswith(f"{EVERY_RULE}: ok (digest ")
-        assert len(lines) == 1 + len(lint_policy(load_policy(EVERY_RULE)))
-        assert all(line.startswith("warning: ") for line in lines[1:])
-        assert "warning: scopes.today.modifiers[0]: scope today promotes readiness_training for injury, which " \
+        assert lines[0].startswith(f"{EVERY_RULE}: valid, but 2 lint error(s) (digest ")
+        found = lint_policy(load_policy(EVERY_RULE))
+        assert lines[1:] == [f"{f.severity}: {f}" for f in found]
+        assert sum(line.startswith("error: ") for line in lines) == 2
+        assert "error: scopes.today.modifiers[0]: scope today promotes readiness_training for injury, which " \
                "excludes it: the exclude wins, so the promote never applies there [promote-excluded]" in lines
 
     def test_a_quiet_policy_prints_only_ok(self, capsys: pytest.CaptureFixture[str]) -> None:
