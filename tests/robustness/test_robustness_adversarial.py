@@ -225,6 +225,15 @@ class TestStore:
         with pytest.raises(StoreError, match=message):
             PolicyStore(url.format(tmp=tmp_path))
 
+    def test_a_database_without_its_driver_says_how_to_install_it(self) -> None:
+        import importlib.util
+        if importlib.util.find_spec("psycopg") is not None:
+            pytest.skip("psycopg is installed here")
+        with pytest.raises(StoreError, match=r"^cannot use store postgresql://u@127\.0\.0\.1:9/db: its database driver "
+                                             r"is not installed \(No module named 'psycopg'\); for PostgreSQL: "
+                                             r"pip install 'coachctx\[postgres\]'$"):
+            PolicyStore("postgresql://u@127.0.0.1:9/db")
+
     def test_an_in_memory_store_is_refused_before_a_save_says_saved(self, cli: Callable[..., Result]) -> None:
         r = cli("policy", "save", POLICY, "-m", "x", "--store", "sqlite://")
         assert r.code == 2 and "saved" not in r.out

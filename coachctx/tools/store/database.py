@@ -58,7 +58,10 @@ class Database:
             _check_sqlite_file(Path(parsed.database or "").expanduser(), create=create)
         try:
             self.engine: Engine = sa.create_engine(parsed)
-        except (SQLAlchemyError, ImportError, ValueError, TypeError) as e:
+        except ImportError as e:  # the URL names a database whose driver is not installed
+            hint = "; for PostgreSQL: pip install 'coachctx[postgres]'" if parsed.get_backend_name() == "postgresql" else ""
+            raise StoreError(f"cannot use store {self.display_url}: its database driver is not installed ({e}){hint}") from e
+        except (SQLAlchemyError, ValueError, TypeError) as e:
             # ValueError, TypeError: a query argument the driver cannot take (`?timeout=abc`)
             raise StoreError(f"cannot use store {self.display_url}: {e}") from e
         if self._sqlite:
