@@ -148,6 +148,9 @@ def _diff(args: argparse.Namespace, store: Any) -> int:
 
 def _label(args: argparse.Namespace, store: Any) -> int:
     move = store.set_label(args.label, args.version, author=args.author or _default_author())
+    if move.previous == move.version:
+        print(f"{move.label} already points at version {move.version}; nothing changed")
+        return 0
     was = f" (was {move.previous})" if move.previous is not None else ""
     print(f"{move.label} -> {move.version}{was}")
     return 0

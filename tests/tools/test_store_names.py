@@ -1,4 +1,4 @@
-"""Names and numbers the store and the address take are the whole text, in ASCII: a trailing line
+"""Names and numbers the store and the address take are the whole text, in ASCII (a trailing line
 break passed `^...$` (Python's `$` matches before a final newline), and `\\d` and `str.isdigit`
 read Arabic-Indic and full-width digits as a version or label number (an adversarial pass saved
 the label "live\\n" and deleted label 3 given "٣")."""
@@ -48,3 +48,15 @@ def test_a_label_id_is_ascii_digits(digit: str, tmp_path: Path, capsys: pytest.C
         main(["labels", "delete", digit, "--store", f"sqlite:///{tmp_path / 's.sqlite'}"])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "a label id is a whole number from 1" in err and "_label_id" not in err, err
+
+
+def test_a_label_moved_where_it_already_points_records_nothing(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    with PolicyStore(url) as store:
+        store.save(DEFAULT_POLICY_PATH.read_text(encoding="utf-8"), message="first", author="ana", label="live")
+        before = store.label_log("live")
+    assert main(["policy", "label", "live", "1", "--store", url]) == 0
+    assert capsys.readouterr().out == "live already points at version 1; nothing changed\n"
+    with PolicyStore(url) as store:
+        assert store.label_log("live") == before and len(before) == 1

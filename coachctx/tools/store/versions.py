@@ -160,7 +160,8 @@ class VersionStore(Database):
 
     def set_label(self, label: str, ref: str | int, *, author: str, expected: int | None = None) -> LabelMove:
         """Point `label` at a version (a revert when it is an older one). With `expected`, the
-        move is refused if the label no longer points there (the app's optimistic move)."""
+        move is refused if the label no longer points there (the app's optimistic move). A label
+        that already points there is left as it is, with no move recorded (`previous` == `version`)."""
         check_label(label)
         author = check_text("author", author, MAX_AUTHOR_CHARS)
         version = self.resolve(ref)
@@ -169,7 +170,8 @@ class VersionStore(Database):
             head = _head(conn, label)
             if expected is not None and head != expected:
                 raise self._stale(conn, label, head, expected)
-            self._move(conn, label, version.number, head, "label", author, now)
+            if head != version.number:  # a label already there is not moved: the label log records moves only
+                self._move(conn, label, version.number, head, "label", author, now)
         return LabelMove(label, version.number, head, "label", author, now)
 
     def _move(self, conn: Connection, label: str, number: int, head: int | None,
