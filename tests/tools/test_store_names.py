@@ -1,7 +1,7 @@
-"""Names and numbers the store and the address take are the whole text, in ASCII (a trailing line
-break passed `^...$` (Python's `$` matches before a final newline), and `\\d` and `str.isdigit`
-read Arabic-Indic and full-width digits as a version or label number (an adversarial pass saved
-the label "live\\n" and deleted label 3 given "٣")."""
+"""Names and numbers the store and the address take are the whole text, in ASCII: a trailing line
+break passed `^...$` (Python's `$` matches before a final newline), and `\\d` and `str.isdigit` read
+Arabic-Indic and full-width digits as a version or label number (an adversarial pass saved the label
+"live\\n" and deleted label 3 given "٣"). A label moved where it already points is not a move."""
 
 from __future__ import annotations
 
