@@ -117,7 +117,8 @@ def init_state(base_text: str, base: Policy) -> None:
         apply_view(view)
         # the id is in the address from the first run on, so the first edit adds no history entry
         ss["draft_id"] = view.draft_id or secrets.token_urlsafe(9)
-        restore_draft(ss["draft_id"], notes)
+        if view.draft_id:  # an id made just now names no kept draft: nothing to read back
+            restore_draft(ss["draft_id"], notes)
         ss["link_digest"] = view.policy_digest
         ss["url_notes"] = notes
     elif navigated():
