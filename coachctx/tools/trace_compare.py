@@ -89,7 +89,8 @@ def _by_name(path: str, recorded: Any, now: list[Mapping[str, Any]], out: list[D
     names = [str(entry[key]) for entry in now]
     for name, entry in zip(names, now, strict=True):
         _leaves(f"{path}.{name}", by_name.get(name), entry, out, frozenset({f"{path}.{name}.{apart}"}))
-    extra = [name for name in by_name if name not in set(names)]
+    known = set(names)
+    extra = [name for name in by_name if name not in known]
     if extra or not isinstance(recorded, list):
         out.append({"field": path, "recorded": f"entries the decision does not have: {extra}" if extra else recorded,
                     "now": names})

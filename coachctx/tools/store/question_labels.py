@@ -147,7 +147,8 @@ def check_question_label(label: QuestionLabel) -> QuestionLabel:
     scope = _optional(label.scope, "scope", [s for s in SCOPE_REQUESTS if s != "auto"])
     return QuestionLabel(
         question=question, intents=intents, author=check_text("author", label.author, MAX_AUTHOR_CHARS),
-        athlete=_optional(label.athlete, "athlete", ATHLETE_PATTERN), needs=needs, scope=scope,
+        athlete=_optional(label.athlete, "athlete", ATHLETE_PATTERN,
+                          "an athlete id is lower-case letters, digits, - and _"), needs=needs, scope=scope,
         lang=_optional(label.lang, "lang", list(LANGUAGES)),
         origin=_optional(label.origin, "origin", ORIGINS) or "coach",  # type: ignore[arg-type]
         created_at=_utc_time(label.created_at), policy_digest=_optional(label.policy_digest, "policy_digest", DIGEST_PATTERN),
@@ -166,13 +167,13 @@ def _names(values: Any, known: Sequence[str], what: str, kind: str) -> tuple[str
     return tuple(dict.fromkeys(values))  # once each, in the order given
 
 
-def _optional(value: Any, what: str, allowed: Sequence[str] | re.Pattern[str]) -> str | None:
+def _optional(value: Any, what: str, allowed: Sequence[str] | re.Pattern[str], form: str = "") -> str | None:
+    """The value when it is one of `allowed` or matches it; `form` says what a pattern takes."""
     if value is None or value == "":
         return None
     ok = isinstance(value, str) and (allowed.match(value) if isinstance(allowed, re.Pattern) else value in allowed)
     if not ok:
-        use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else \
-            "; an athlete id is lower-case letters, digits, - and _" if allowed is ATHLETE_ID else ""
+        use = f"; use one of {', '.join(allowed)}" if not isinstance(allowed, re.Pattern) else f"; {form}" if form else ""
         raise StoreError(f"{what}: {shown(value)} is not valid{use}")
     return str(value)
 
