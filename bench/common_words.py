@@ -24,7 +24,7 @@ from typing import Final
 from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
 from coachctx.engine.matching import fuzzy_distance
 from coachctx.engine.policy import LANGUAGES
-from coachctx.engine.text import normalise, tokenise, unstretch
+from coachctx.engine.text import collapse_runs, normalise, tokenise
 
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400
@@ -62,7 +62,7 @@ def _spaced_language_words(top: int) -> Iterator[tuple[str, list[str]]]:
     for language, mode in LANGUAGES.items():
         if mode in ("substring", "prefix"):
             continue
-        words = (unstretch(normalise(w)) for w in top_n_list(WORDFREQ_CODES.get(language, language), top))
+        words = (collapse_runs(normalise(w)) for w in top_n_list(WORDFREQ_CODES.get(language, language), top))
         yield language, [w for w in words if is_word(w)]
 
 

@@ -7,6 +7,7 @@ Korean particles attach to the end of a word.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from functools import lru_cache
 from typing import Final
 
 import snowballstemmer
+
+from coachctx.engine.common_words import common_words, everyday_languages
 
 MAX_TOKEN_CHARS: Final = 64
 
@@ -58,12 +61,20 @@ _OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
 """A decimal digit of another script than ASCII: `\\d` is Unicode category Nd, as `str.isdecimal`."""
 
 
+_IGNORABLE: Final = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                               "\U000e0100-\U000e01ef]")
+"""Unicode's default-ignorable characters that are not format characters (Cf): variation selectors
+("pain\ufe0f"), the combining grapheme joiner, Hangul fillers, Mongolian and Khmer invisible signs.
+Shown as nothing, so a word written with one is the word."""
+
+
 def normalise(text: str) -> str:
-    """NFKC, casefold, invisible format characters (ZWJ, RTL marks, BOM) removed, digits of every
-    script as 0-9."""
+    """NFKC, casefold, invisible characters (ZWJ, RTL marks, BOM, variation selectors) removed,
+    digits of every script as 0-9."""
     text = unicodedata.normalize("NFKC", text)
     if not text.isprintable():  # every Cf, Cs and Co character is unprintable: most text skips the walk
         text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
+    text = _IGNORABLE.sub("", text)
     if _OTHER_DIGIT.search(text):
         # digits of every script read as 0-9: "٥ كم" and "५ किमी" are 5 km, like "5k" in the vocabulary
         text = "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() and not ch.isascii() else ch for ch in text)
@@ -206,7 +217,7 @@ def _split_chunk(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[st
         current_unspaced = unspaced
     if current:
         (runs if current_unspaced else words).append("".join(current))
-    return tuple(unstretch(w)[:MAX_TOKEN_CHARS] for w in words), tuple(runs), tuple(scripts)
+    return tuple(unstretch(unmixed(w))[:MAX_TOKEN_CHARS] for w in words), tuple(runs), tuple(scripts)
 
 
 _STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
@@ -216,11 +227,73 @@ _STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
 @lru_cache(maxsize=100_000)
 def unstretch(word: str) -> str:
     """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
-    "soooo" -> "so". A run of three or more of one letter ends the word as one letter and stands for
-    two inside it ("feeeel" -> "feel"); no language writes a letter three times at the end of a word,
-    and inside one only a compound's seam does ("Schifffahrt" reads as the older "Schiffahrt", on the
-    term's side too). Digits are never touched ("1000")."""
+    "soooo" -> "so", "kneeeee" -> "knee", "paaaain" -> "pain". Each run of three or more of one letter
+    stands for one or two: `collapse_runs`' reading when it is an everyday word of some language (or
+    nothing was held down), else the first reading, two letters before one, that is ("kneeeee" is
+    not "kne"); else `collapse_runs`' ("hamstriiing" -> "hamstriing", left to misspelling)."""
+    written = collapse_runs(word)
+    if written == word or _everyday(written):
+        return written
+    runs = list(_STRETCHED.finditer(word))[:MAX_STRETCHED_RUNS]
+    for counts in itertools.product((2, 1), repeat=len(runs)):
+        pieces: list[str] = []
+        end = 0
+        for run, count in zip(runs, counts, strict=True):
+            pieces += (word[end:run.start()], run.group(1) * count)
+            end = run.end()
+        reading = collapse_runs("".join(pieces) + word[end:])
+        if _everyday(reading):
+            return reading
+    return written
+
+
+MAX_STRETCHED_RUNS: Final = 4
+"""Held-down runs of a word whose readings are tried (16 at most); a later run keeps `collapse_runs`' reading."""
+
+
+def collapse_runs(word: str) -> str:
+    """The fixed reading of held-down letters: a run of three or more of one letter ends the word as
+    one letter and stands for two inside it ("feeeel" -> "feel"); no language writes a letter three
+    times at the end of a word, and inside one only a compound's seam does ("Schifffahrt" reads as
+    the older "Schiffahrt", on the term's side too). Digits are never touched ("1000")."""
     return _STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))
+
+
+def _everyday(word: str) -> bool:
+    return word in everyday_languages() or word in common_words()
+
+
+_LOOK_ALIKE_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})
+
+
+def unmixed(word: str) -> str:
+    """A word of Latin, Cyrillic or Greek letters with look-alikes of another of them written into it
+    ("раin" with a Cyrillic р and а, "бoлит" with a Latin o): as one script writes it, when each
+    other letter has a look-alike there (Unicode's confusables, through `confusable_homoglyphs`).
+    The script of most of its letters is tried first, Latin first on a tie. A word of one script,
+    or one no script can write alone, is kept as written."""
+    scripts = letter_scripts(word)
+    if scripts is None or len(scripts) < 2 or not scripts <= _LOOK_ALIKE_SCRIPTS:
+        return word
+    counts = {s: sum(script_of(ch) == s for ch in word) for s in scripts}
+    for script in sorted(scripts, key=lambda s: (-counts[s], s != "Latin", s)):
+        replaced = {ch: _look_alike(ch, script) for ch in word if script_of(ch) != script}
+        if all(replaced.values()):
+            return "".join(replaced.get(ch, ch) for ch in word)
+    return word
+
+
+@lru_cache(maxsize=1024)
+def _look_alike(letter: str, script: str) -> str:
+    """A plain small letter of `script` that Unicode lists as confusable with `letter`, or ""."""
+    from confusable_homoglyphs import confusables  # its tables load on the first mixed word
+
+    plain = re.compile(f"{script.upper()} SMALL LETTER [A-Z]+")
+    for found in confusables.is_confusable(letter, greedy=True, preferred_aliases=[script.lower()]) or ():
+        for glyph in found["homoglyphs"]:
+            if len(glyph["c"]) == 1 and plain.fullmatch(glyph["n"]):
+                return str(glyph["c"])
+    return ""
 
 
 # letters with a stroke, not a combining accent, that chat typed without diacritics writes plain

@@ -7,6 +7,7 @@ import unicodedata
 
 import pytest
 
+from coachctx.engine.matching import clinical_terms_in
 from coachctx.engine.policy import Policy
 from coachctx.engine.routing import score
 from coachctx.engine.text import MAX_TOKEN_CHARS, _word_chunks, normalise, script_of, stem, tokenise
@@ -59,6 +60,41 @@ class TestTokenise:
     ], ids=["arabic-indic", "devanagari", "full-width", "persian"])
     def test_digits_of_every_script_read_as_ascii(self, question: str, words: tuple[str, ...]) -> None:
         assert tokenise(question).words == words
+
+    @pytest.mark.parametrize(("question", "words"), [
+        ("my kneeeee hurts", ("my", "knee", "hurts")),
+        ("paaaain in my calf", ("pain", "in", "my", "calf")),
+        ("sooooore legs", ("sore", "legs")),
+        ("bin sooo müüüüde", ("bin", "so", "müde")),
+        ("goooood mooooorgen", ("good", "morgen")),
+        ("hamstriiing", ("hamstriing",)),
+    ], ids=["double-at-the-end", "single-inside", "both", "umlaut", "everyday-reading-kept", "no-everyday-reading"])
+    def test_a_held_down_run_reads_as_one_or_two_letters(self, question: str, words: tuple[str, ...]) -> None:
+        # a run stands for one or two letters: the reading that is an everyday word of some language
+        assert tokenise(question).words == words
+
+    def test_a_held_down_pain_word_is_still_clinical(self, policy: Policy) -> None:
+        for stretched, plain in (("paaaain in my kneeeee, intervals today?", "pain in my knee, intervals today?"),
+                                 ("sooooore kneeeee, should i run", "sore knee, should i run")):
+            assert clinical_terms_in(plain, policy)
+            assert clinical_terms_in(stretched, policy) == clinical_terms_in(plain, policy)
+
+    @pytest.mark.parametrize(("question", "words"), [
+        ("knee \u0440\u0430in", ("knee", "pain")),  # Cyrillic р and а in a Latin word: a tie, read as Latin
+        ("s\u043ere kn\u0435\u0435", ("sore", "knee")),
+        ("\u0431o\u043b\u0438\u0442 \u043a\u043e\u043b\u0435\u043d\u043e", ("болит", "колено")),  # a Latin o
+        ("\u03c1ain", ("pain",)),  # a Greek rho
+        ("rus\u0441\u043a\u0438\u0439", ("rusский",)),  # к and и have no Latin look-alike, r and u no Cyrillic
+    ], ids=["cyrillic-in-latin", "latin-majority", "latin-in-cyrillic", "greek-in-latin", "no-look-alike"])
+    def test_look_alike_letters_of_another_script_read_as_the_word(self, question: str,
+                                                                    words: tuple[str, ...]) -> None:
+        assert tokenise(question).words == words
+
+    @pytest.mark.parametrize("invisible", ["\ufe0f", "\ufe0e", "\u034f", "\u3164", "\U000e0100", "\u180b"])
+    def test_invisible_marks_inside_a_word_are_not_part_of_it(self, invisible: str, policy: Policy) -> None:
+        question = f"my knee pa{invisible}in{invisible} is sharp, intervals today?"
+        assert tokenise(question).words == tokenise("my knee pain is sharp, intervals today?").words
+        assert clinical_terms_in(question, policy) == ["pain"]
 
     def test_a_stretched_word_meets_its_term(self, policy: Policy) -> None:
         assert score("my knee hurtsss sooo bad", policy).matched["injury"]
