@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Final, Self
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from coachctx.reading import control_character, printable
@@ -91,6 +91,18 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def writing(self, doing: str) -> Iterator[Connection]:
+        """A transaction that reads and then writes, with database errors named as the store's
+        (`doing`). On SQLite it takes the write lock before its first read (BEGIN IMMEDIATE): the
+        driver otherwise begins at the first INSERT, after the reads, and two processes reading the
+        same state at once (two `labels import`s of one file) both wrote as if alone. Another
+        writer waits for it (`busy_timeout`), as it waits for another."""
+        with self._errors(doing), self.engine.begin() as conn:
+            if self._sqlite:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            yield conn
 
     @contextmanager
     def _errors(self, doing: str) -> Iterator[None]:

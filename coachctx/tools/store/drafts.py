@@ -47,7 +47,7 @@ class DraftStore(Database):
             raise StoreError(f"the draft is {len(text)} characters; the limit is {MAX_DRAFT_CHARS}")
         now = now or datetime.now(UTC)
         drafts = tables.drafts
-        with self._errors("keep the draft"), self.engine.begin() as conn:
+        with self.writing("keep the draft") as conn:
             updated = conn.execute(drafts.update().where(drafts.c.id == draft_id)
                                    .values(yaml=text, base=base, updated_at=now))
             if updated.rowcount == 0:

@@ -90,11 +90,7 @@ class QuestionLabelStore(Database):
         now = datetime.now(UTC)
         out: list[QuestionLabel] = []
         table = tables.question_labels
-        with self._errors("store the label"), self.engine.begin() as conn:
-            if self.engine.dialect.name == "sqlite":
-                # the write lock before the read: two imports of one file at once stored it twice
-                # (the driver begins a transaction only at the first INSERT, after the reads)
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+        with self.writing("store the label") as conn:  # two imports of one file at once stored it twice
             # an import of many labels reads what is stored once, not once a label: the table has no
             # index to find an equal label by, and a query per label made an import quadratic
             stored = _stored_by_identity(conn) if len(checked) > FEW_LABELS else None
@@ -129,7 +125,7 @@ class QuestionLabelStore(Database):
     def delete_question_label(self, label_id: int) -> bool:
         """Remove one label; False when there was none with that id."""
         table = tables.question_labels
-        with self._errors("delete the label"), self.engine.begin() as conn:
+        with self.writing("delete the label") as conn:
             return conn.execute(table.delete().where(table.c.id == label_id)).rowcount == 1
 
 

@@ -134,7 +134,7 @@ class VersionStore(Database):
             check_label(label)
         now = datetime.now(UTC)
         versions = tables.versions
-        with self._errors("save"), self.engine.begin() as conn:
+        with self.writing("save") as conn:
             parent_digest = None
             if base is not None:
                 parent_digest = conn.execute(
@@ -166,7 +166,7 @@ class VersionStore(Database):
         author = check_text("author", author, MAX_AUTHOR_CHARS)
         version = self.resolve(ref)
         now = datetime.now(UTC)
-        with self._errors("move the label"), self.engine.begin() as conn:
+        with self.writing("move the label") as conn:
             head = _head(conn, label)
             if expected is not None and head != expected:
                 raise self._stale(conn, label, head, expected)
