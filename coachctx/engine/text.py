@@ -16,7 +16,8 @@ from typing import Final
 
 import snowballstemmer
 
-from coachctx.engine.common_words import common_words, everyday_languages
+from coachctx.engine.chat_text import unwrap
+from coachctx.engine.common_words import common_words, everyday_languages, question_language
 
 MAX_TOKEN_CHARS: Final = 64
 
@@ -169,17 +170,20 @@ _LATIN_SCRIPT: Final = ("Latin",)
 
 
 def tokenise(question: str) -> Tokens:
-    if question.isascii():
+    """The question's words, as chat writes them (`unwrap`): normalised, split by script."""
+    read = unwrap(question)
+    if read.isascii():
         # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
         # holds no format characters, and its only letters are Latin
-        text = question.lower()
+        text = read.lower()
         found = _ASCII_WORD.findall(text)
-        if _STRETCHED.search(text) or _LONG_ASCII_WORD.search(text):
-            # a held-down letter or an overlong word: the rare case, word by word
-            found = [unstretch(w)[:MAX_TOKEN_CHARS] for w in found]
+        if _STRETCHED.search(text):  # a held-down letter: the rare case
+            found = list(_held_down(found))
+        elif _LONG_ASCII_WORD.search(text):
+            found = [w[:MAX_TOKEN_CHARS] for w in found]
         return Tokens(text=text, words=tuple(found), unspaced="",
                       scripts=_LATIN_SCRIPT if _ASCII_LETTER.search(text) else (), raw=question)
-    text = normalise(question)
+    text = normalise(read)
     words: list[str] = []
     runs: list[str] = []
     scripts: dict[str, None] = {}
@@ -189,7 +193,15 @@ def tokenise(question: str) -> Tokens:
         runs += chunk_runs
         for script in chunk_scripts:
             scripts.setdefault(script, None)
-    return Tokens(text=text, words=tuple(words), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
+    held = _held_down(words) if _STRETCHED.search(text) else words
+    return Tokens(text=text, words=tuple(held), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
+
+
+def _held_down(words: list[str]) -> tuple[str, ...]:
+    """The words with their held-down letters read (`unstretch`) in the language the question's
+    other words are in: "dooooor" is Portuguese "dor" among Portuguese words, "door" among English."""
+    language = question_language([w for w in words if not _STRETCHED.search(w)])
+    return tuple(unstretch(w, language)[:MAX_TOKEN_CHARS] for w in words)
 
 
 @lru_cache(maxsize=100_000)
@@ -197,7 +209,7 @@ def _split_chunk(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[st
     """A run of letters and digits as (its words of spaced scripts, its Han/Kana runs, its scripts
     in order of first appearance): memoised, since questions repeat their words."""
     if chunk.isascii():  # ASCII letters and digits: one Latin word, as most chunks of most languages are
-        return (unstretch(chunk)[:MAX_TOKEN_CHARS],), (), _LATIN_SCRIPT if not chunk.isdigit() else ()
+        return (chunk[:MAX_TOKEN_CHARS],), (), _LATIN_SCRIPT if not chunk.isdigit() else ()
     words: list[str] = []
     runs: list[str] = []
     scripts: dict[str, None] = {}
@@ -217,7 +229,7 @@ def _split_chunk(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[st
         current_unspaced = unspaced
     if current:
         (runs if current_unspaced else words).append("".join(current))
-    return tuple(unstretch(unmixed(w))[:MAX_TOKEN_CHARS] for w in words), tuple(runs), tuple(scripts)
+    return tuple(unmixed(w)[:MAX_TOKEN_CHARS] for w in words), tuple(runs), tuple(scripts)
 
 
 _STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
@@ -225,26 +237,30 @@ _STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
 
 
 @lru_cache(maxsize=100_000)
-def unstretch(word: str) -> str:
+def unstretch(word: str, language: str | None = None) -> str:
     """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
     "soooo" -> "so", "kneeeee" -> "knee", "paaaain" -> "pain". Each run of three or more of one letter
-    stands for one or two: `collapse_runs`' reading when it is an everyday word of some language (or
-    nothing was held down), else the first reading, two letters before one, that is ("kneeeee" is
-    not "kne"); else `collapse_runs`' ("hamstriiing" -> "hamstriing", left to misspelling)."""
+    stands for one or two. The first reading that is an everyday word of `language` (the question's),
+    else of any language, is taken, `collapse_runs`' first, then two letters before one ("kneeeee"
+    is not "kne"); with none, `collapse_runs`' ("hamstriiing" -> "hamstriing", left to misspelling)."""
     written = collapse_runs(word)
-    if written == word or _everyday(written):
+    if written == word:
         return written
     runs = list(_STRETCHED.finditer(word))[:MAX_STRETCHED_RUNS]
+    readings = [written]
     for counts in itertools.product((2, 1), repeat=len(runs)):
         pieces: list[str] = []
         end = 0
         for run, count in zip(runs, counts, strict=True):
             pieces += (word[end:run.start()], run.group(1) * count)
             end = run.end()
-        reading = collapse_runs("".join(pieces) + word[end:])
-        if _everyday(reading):
-            return reading
-    return written
+        readings.append(collapse_runs("".join(pieces) + word[end:]))
+    everyday = everyday_languages()
+    if language is not None:
+        found = next((r for r in readings if language in everyday.get(r, ())), None)
+        if found is not None:
+            return found
+    return next((r for r in readings if r in everyday or r in common_words()), written)
 
 
 MAX_STRETCHED_RUNS: Final = 4
@@ -257,10 +273,6 @@ def collapse_runs(word: str) -> str:
     times at the end of a word, and inside one only a compound's seam does ("Schifffahrt" reads as
     the older "Schiffahrt", on the term's side too). Digits are never touched ("1000")."""
     return _STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))
-
-
-def _everyday(word: str) -> bool:
-    return word in everyday_languages() or word in common_words()
 
 
 _LOOK_ALIKE_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})
@@ -345,10 +357,36 @@ def stem_variants(word: str, algorithm: str) -> frozenset[str]:
     written with *other* accents is another word ("đối" is not Portuguese "dói")."""
     if algorithm in _KEEP_ACCENTS:
         return frozenset({stem(word, algorithm)})
-    return frozenset({stem(word, algorithm), stem(fold_accents(word), algorithm)})
+    spelled = _TYPED_AS.get(algorithm)
+    return frozenset({stem(word, algorithm), stem(fold_accents(word), algorithm),
+                      *(stem(w, algorithm) for w in spelled(word))} if spelled else
+                     {stem(word, algorithm), stem(fold_accents(word), algorithm)})
 
 
 _KEEP_ACCENTS: Final = frozenset({"russian"})
+
+
+def _arabic_typed(word: str) -> tuple[str, ...]:
+    """An Arabic word as Egyptian chat ends it (ي written ى, "ركبتى") and as a Persian keyboard types
+    it (ی and ک for ي, ى and ك): a question written so meets the term."""
+    egyptian = word[:-1] + "\u0649" if word.endswith("\u064a") else word
+    return egyptian, word.translate(_PERSIAN_KEYS)
+
+
+_PERSIAN_KEYS: Final = str.maketrans({"\u064a": "\u06cc", "\u0649": "\u06cc", "\u0643": "\u06a9"})
+_TRANSCRIBED: Final = {
+    "danish": str.maketrans({"æ": "ae", "ø": "oe", "å": "aa"}),
+    "norwegian": str.maketrans({"æ": "ae", "ø": "oe", "å": "aa"}),
+    "german": str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}),
+}
+"""How a keyboard without the language's letters spells them: Danish "knæ" as "knae", German
+"müde" as "muede" (`fold_accents` gives the other way, "knae" without the æ's e: "kna" is not
+written, but "mude" is)."""
+_TYPED_AS: Final = {
+    "arabic": _arabic_typed,
+    **{a: (lambda table: lambda w: (w.translate(table),))(t) for a, t in _TRANSCRIBED.items()},
+}
+"""Algorithm -> the spellings of a term's word that a question may type instead."""
 
 
 def clear_word_memos() -> None:

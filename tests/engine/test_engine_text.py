@@ -73,6 +73,14 @@ class TestTokenise:
         # a run stands for one or two letters: the reading that is an everyday word of some language
         assert tokenise(question).words == words
 
+    @pytest.mark.parametrize(("question", "words"), [
+        ("tô com muita dooooor", ("tô", "com", "muita", "dor")),
+        ("the dooooor is open", ("the", "door", "is", "open")),
+        ("j'ai maaaal au genou", ("j", "ai", "mal", "au", "genou")),
+    ], ids=["portuguese", "english", "french"])
+    def test_a_held_down_run_reads_in_the_questions_language(self, question: str, words: tuple[str, ...]) -> None:
+        assert tokenise(question).words == words
+
     def test_a_held_down_pain_word_is_still_clinical(self, policy: Policy) -> None:
         for stretched, plain in (("paaaain in my kneeeee, intervals today?", "pain in my knee, intervals today?"),
                                  ("sooooore kneeeee, should i run", "sore knee, should i run")):

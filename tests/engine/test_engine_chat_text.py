@@ -1,0 +1,71 @@
+"""Questions as chat apps, copy-paste and keyboards deliver them: markup and escapes around the
+words, a word broken at a line end, letters a keyboard lacks, Arabic written the Egyptian way or on
+a Persian keyboard. Each reads as the plain question does, and a clinical one stays clinical."""
+
+from __future__ import annotations
+
+import pytest
+
+from coachctx.engine.chat_text import unwrap
+from coachctx.engine.matching import clinical_terms_in
+from coachctx.engine.policy import Policy
+from coachctx.engine.text import stem, stem_variants, tokenise
+
+
+class TestUnwrap:
+    @pytest.mark.parametrize(("delivered", "plain"), [
+        ("my <b>knee</b> pain is sharp", "my knee pain is sharp"),
+        ('my <span class="x">knee pain</span><br/>today?', "my knee pain today?"),
+        ("j'ai&nbsp;mal&nbsp;au&nbsp;genou", "j'ai mal au genou"),
+        ("meu joelho d&#243;i", "meu joelho dói"),
+        ("meu joelho d&#xF3;i", "meu joelho dói"),
+        ("I have an inju-\nry in my knee", "I have an injury in my knee"),
+        ("tengo una le-  \r\n  sión", "tengo una lesión"),
+    ], ids=["bold", "span-and-break", "nbsp", "decimal-reference", "hex-reference", "hyphen-at-line-end", "crlf"])
+    def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
+        assert tokenise(delivered).words == tokenise(plain).words
+
+    @pytest.mark.parametrize("question", [
+        "is 5 < 6 and 7 > 3 a good pace", "R&D; week", "salt &pepper; ok", "run 5k - \n then 10k", "a-\n1 split",
+    ], ids=["comparison", "ampersand", "unknown-reference", "dash-before-a-line", "dash-before-a-number"])
+    def test_what_is_not_markup_stays(self, question: str) -> None:
+        assert unwrap(question) == question
+
+    def test_a_tag_shaped_piece_reads_as_a_tag(self) -> None:
+        assert tokenise("x<y>z").words == ("x", "z")
+
+    def test_the_raw_question_is_kept_for_the_model(self) -> None:
+        assert tokenise("my <b>knee</b>").raw == "my <b>knee</b>"
+
+
+class TestTypedSpellings:
+    @pytest.mark.parametrize(("term", "typed", "algorithm"), [
+        ("knæ", "knae", "danish"), ("læge", "laege", "danish"), ("hævet", "haevet", "norwegian"),
+        ("søvn", "soevn", "norwegian"), ("müde", "muede", "german"), ("fuß", "fuss", "german"),
+        ("ركبتي", "ركبتى", "arabic"), ("كسر", "کسر", "arabic"), ("في", "فی", "arabic"),
+    ])
+    def test_a_term_is_filed_under_what_a_keyboard_without_its_letters_types(
+            self, term: str, typed: str, algorithm: str) -> None:
+        # a question word is looked up by its own stem: the term must be filed under that stem too
+        assert stem(typed, algorithm) in stem_variants(term, algorithm)
+
+    @pytest.mark.parametrize(("term", "typed", "algorithm"), [
+        ("læge", "laege", "english"), ("müde", "muede", "spanish"), ("ركبتي", "ركبتى", "english"),
+    ])
+    def test_only_the_languages_that_write_so_are_transcribed(self, term: str, typed: str, algorithm: str) -> None:
+        assert stem(typed, algorithm) not in stem_variants(term, algorithm)
+
+
+class TestClinicalAsDelivered:
+    @pytest.mark.parametrize(("delivered", "plain"), [
+        ("my <b>knee pain</b> is sharp, intervals today?", "my knee pain is sharp, intervals today?"),
+        ("j'ai&nbsp;mal&nbsp;au&nbsp;genou", "j'ai mal au genou"),
+        ("I have an inju-\nry in my knee", "I have an injury in my knee"),
+        ("mit knae goer ondt", "mit knæ gør ondt"),
+        ("min ankel er haevet", "min ankel er hævet"),
+        ("عندی کسر فی القدم", "عندي كسر في القدم"),
+        ("ركبتى بتوجعنى", "ركبتي بتوجعني"),
+    ], ids=["html", "nbsp", "hyphenated", "danish-ascii", "norwegian-ascii", "persian-keyboard", "egyptian-yeh"])
+    def test_a_clinical_question_stays_clinical(self, delivered: str, plain: str, policy: Policy) -> None:
+        assert clinical_terms_in(plain, policy)
+        assert clinical_terms_in(delivered, policy)
