@@ -66,12 +66,14 @@ def read_golden() -> dict[str, str]:
     return json.loads(gzip.decompress(GOLDEN_FILE.read_bytes()))["decisions"]  # type: ignore[no-any-return]
 
 
-def record() -> int:
+def record(*, keep_policy: bool = False) -> int:
+    """Record every case's decision under the checked-in policy, or with `keep_policy` under the
+    policy recorded before (an engine change whose effect is meant: only its decisions move)."""
     from coachctx.engine.pipeline import select
     from coachctx.engine.policy import DEFAULT_POLICY_PATH, parse_policy
     from coachctx.engine.services import FixtureUpstream, fetch_bundle
 
-    text = DEFAULT_POLICY_PATH.read_text(encoding="utf-8")
+    text = golden_policy_text() if keep_policy else DEFAULT_POLICY_PATH.read_text(encoding="utf-8")
     policy = parse_policy(text, "golden")
     upstream = FixtureUpstream()
     bundles = {a: fetch_bundle(upstream, a) for a in upstream.athletes()}
@@ -91,5 +93,5 @@ if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--record", action="store_true", required=True)
-    parser.parse_args()
-    raise SystemExit(record())
+    parser.add_argument("--keep-policy", action="store_true", help="record under the policy recorded before")
+    raise SystemExit(record(keep_policy=parser.parse_args().keep_policy))

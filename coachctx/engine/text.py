@@ -62,11 +62,13 @@ _OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
 """A decimal digit of another script than ASCII: `\\d` is Unicode category Nd, as `str.isdecimal`."""
 
 
-_IGNORABLE: Final = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
-                               "\U000e0100-\U000e01ef]")
-"""Unicode's default-ignorable characters that are not format characters (Cf): variation selectors
-("pain\ufe0f"), the combining grapheme joiner, Hangul fillers, Mongolian and Khmer invisible signs.
-Shown as nothing, so a word written with one is the word."""
+_IGNORABLE: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u034f\u115f\u1160\u17b4\u17b5"
+                               "\u180b-\u180f\u2065\u3164\ufdd0-\ufdef\ufe00-\ufe0f\uffa0\ufff0-\ufff8\ufffe\uffff"
+                               "\U000e0000-\U000e0fff]")
+"""Characters shown as nothing that are not format characters (Cf): Unicode's other
+default-ignorables (variation selectors, "pain\ufe0f"; the combining grapheme joiner; Hangul
+fillers; Mongolian and Khmer invisible signs; the unassigned ones kept for more), noncharacters,
+and control characters other than line breaks and tabs. A word written with one is the word."""
 
 
 def normalise(text: str) -> str:
@@ -167,6 +169,7 @@ _ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
 _ASCII_LETTER: Final = re.compile(r"[a-z]")
 _LONG_ASCII_WORD: Final = re.compile(f"[a-z0-9]{{{MAX_TOKEN_CHARS + 1}}}")
 _LATIN_SCRIPT: Final = ("Latin",)
+_ASCII_CONTROL: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 
 
 def tokenise(question: str) -> Tokens:
@@ -175,7 +178,7 @@ def tokenise(question: str) -> Tokens:
     if read.isascii():
         # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
         # holds no format characters, and its only letters are Latin
-        text = read.lower()
+        text = _ASCII_CONTROL.sub("", read.lower())
         found = _ASCII_WORD.findall(text)
         if _STRETCHED.search(text):  # a held-down letter: the rare case
             found = list(_held_down(found))
@@ -378,10 +381,12 @@ _TRANSCRIBED: Final = {
     "danish": str.maketrans({"æ": "ae", "ø": "oe", "å": "aa"}),
     "norwegian": str.maketrans({"æ": "ae", "ø": "oe", "å": "aa"}),
     "german": str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}),
+    "turkish": str.maketrans({"ı": "i"}),
 }
 """How a keyboard without the language's letters spells them: Danish "knæ" as "knae", German
 "müde" as "muede" (`fold_accents` gives the other way, "knae" without the æ's e: "kna" is not
-written, but "mude" is)."""
+written, but "mude" is). Turkish typed in capitals: "AĞRISI" lower-cases to "ağrisi", the dotless
+ı lost and the other letters kept."""
 _TYPED_AS: Final = {
     "arabic": _arabic_typed,
     **{a: (lambda table: lambda w: (w.translate(table),))(t) for a, t in _TRANSCRIBED.items()},

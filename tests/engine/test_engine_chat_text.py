@@ -43,6 +43,7 @@ class TestTypedSpellings:
         ("knæ", "knae", "danish"), ("læge", "laege", "danish"), ("hævet", "haevet", "norwegian"),
         ("søvn", "soevn", "norwegian"), ("müde", "muede", "german"), ("fuß", "fuss", "german"),
         ("ركبتي", "ركبتى", "arabic"), ("كسر", "کسر", "arabic"), ("في", "فی", "arabic"),
+        ("ağrısı", "ağrisi", "turkish"),
     ])
     def test_a_term_is_filed_under_what_a_keyboard_without_its_letters_types(
             self, term: str, typed: str, algorithm: str) -> None:
@@ -65,7 +66,11 @@ class TestClinicalAsDelivered:
         ("min ankel er haevet", "min ankel er hævet"),
         ("عندی کسر فی القدم", "عندي كسر في القدم"),
         ("ركبتى بتوجعنى", "ركبتي بتوجعني"),
-    ], ids=["html", "nbsp", "hyphenated", "danish-ascii", "norwegian-ascii", "persian-keyboard", "egyptian-yeh"])
+        ("GÖĞÜS AĞRISI VAR", "göğüs ağrısı var"),
+        ("어제부터허리가아파요", "어제부터 허리가 아파요"),
+        ("달리다가발목을삐끗했어요", "달리다가 발목을 삐끗했어요"),
+    ], ids=["html", "nbsp", "hyphenated", "danish-ascii", "norwegian-ascii", "persian-keyboard", "egyptian-yeh",
+            "turkish-capitals", "korean-without-spaces", "korean-without-spaces-2"])
     def test_a_clinical_question_stays_clinical(self, delivered: str, plain: str, policy: Policy) -> None:
         assert clinical_terms_in(plain, policy)
         assert clinical_terms_in(delivered, policy)

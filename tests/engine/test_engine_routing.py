@@ -100,7 +100,12 @@ class TestScore:
         # Korean particles attach to the end of a word: 무릎이 is 무릎 + the subject particle
         assert score("무릎이 아프다", mini).matched["injury"] == (("무릎", 1.0), ("아프", 1.0))
         assert score("무릎", mini).scores["injury"] == 1.0
-        assert score("이무릎", mini).scores["injury"] == 0.0
+
+    def test_korean_run_together_without_spaces_still_matches(self, mini: Policy) -> None:
+        # chat often drops Korean's spaces: a term of two syllables or more is found inside the word too
+        assert score("무릎이아프다", mini).matched["injury"] == score("무릎이 아프다", mini).matched["injury"]
+        assert score("이무릎", mini).scores["injury"] == 1.0
+        assert score("너무아파요", mini).scores["injury"] == 0.0  # 아프 is not in 아파: only a term as written
 
     def test_weights_sum_per_intent_and_every_match_is_reported(self, mini: Policy) -> None:
         result = score("Should I train through this pain? It is a race week.", mini)

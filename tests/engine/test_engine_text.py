@@ -98,7 +98,8 @@ class TestTokenise:
                                                                     words: tuple[str, ...]) -> None:
         assert tokenise(question).words == words
 
-    @pytest.mark.parametrize("invisible", ["\ufe0f", "\ufe0e", "\u034f", "\u3164", "\U000e0100", "\u180b"])
+    @pytest.mark.parametrize("invisible", ["\ufe0f", "\ufe0e", "\u034f", "\u3164", "\U000e0100", "\u180b", "\u2065",
+                                           "\U000e0080", "\ufdd0", "\x00", "\x7f", "\x1b", "\x9f"])
     def test_invisible_marks_inside_a_word_are_not_part_of_it(self, invisible: str, policy: Policy) -> None:
         question = f"my knee pa{invisible}in{invisible} is sharp, intervals today?"
         assert tokenise(question).words == tokenise("my knee pain is sharp, intervals today?").words

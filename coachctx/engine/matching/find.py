@@ -10,7 +10,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from coachctx.engine.matching.language import read_as_false_friend
-from coachctx.engine.matching.readings import WORD_CACHE_LIMIT, Reading, may_be_compound, may_have_readings
+from coachctx.engine.matching.readings import (
+    WORD_CACHE_LIMIT,
+    Reading,
+    add_readings,
+    may_be_compound,
+    may_have_readings,
+)
 from coachctx.engine.matching.stems import COMPOUNDING, stem_columns, word_stems
 from coachctx.engine.matching.terms import Term
 from coachctx.engine.text import Tokens, stem
@@ -133,6 +139,8 @@ class SharedWords:
         """algorithm -> every stem that is a later word of some table's phrase: a phrase goes on only with those"""
         self.prefix_firsts = frozenset().union(*(m.prefix_firsts for m in self.matchers))
         """the first letters of every table's Hangul prefix terms"""
+        self.hangul_firsts = frozenset().union(*(m.hangul_firsts for m in self.matchers))
+        """those of them that are Hangul: a term may begin inside a word only there (`prefix_terms`)"""
 
     def forget(self) -> None:
         """Empty the per-word memo: the state of tables that have never seen a question."""
@@ -164,7 +172,7 @@ class SharedWords:
         looked: dict[str, Looked] = {}
         for word in words:
             here, readable = starts.get(word), may_have_readings(word)
-            prefixed = word[:1] in self.prefix_firsts
+            prefixed = word[:1] in self.prefix_firsts or not self.hangul_firsts.isdisjoint(word)
             follow = follows.get(word)
             follow_map, goes_on = (_NO_FOLLOWS, _NO_PAIRS) if follow is None else \
                 (MappingProxyType(follow), frozenset(follow.items()))
@@ -305,16 +313,23 @@ def _terms_found(matcher: TermMatcher, tokens: Tokens, starts: list[tuple[int, i
         for entry in terms:
             found.setdefault((entry.label, entry.term), entry)
     if unknown:
-        _add_readings(unknown, tokens, found)
+        add_readings(unknown, tokens, found)
     return tuple(found.values())
 
 
 def prefix_terms(matcher: TermMatcher, word: str) -> tuple[Term, ...]:
-    """The Hangul prefix terms of the table a question word begins with, shortest first."""
-    if word[:1] not in matcher.prefix_firsts:
-        return ()  # no prefix term starts with the word's letter: most words
-    index = matcher.prefix_index
-    return tuple(entry for k in range(1, min(len(word), matcher.longest_prefix) + 1) for entry in index.get(word[:k], ()))
+    """The Hangul prefix terms of the table a question word begins with, shortest first; then those
+    of two syllables or more that begin with a Hangul syllable later in it, since Korean chat often
+    runs words together without their spaces ("무릎이아파요", my knee hurts, is one token)."""
+    inside = matcher.hangul_firsts
+    if word[:1] not in matcher.prefix_firsts and inside.isdisjoint(word):
+        return ()  # no prefix term starts with any of the word's letters: most words
+    index, longest = matcher.prefix_index, matcher.longest_prefix
+    found = [entry for k in range(1, min(len(word), longest) + 1) for entry in index.get(word[:k], ())]
+    for i in range(1, len(word) - 1):
+        if word[i] in inside:
+            found += [entry for k in range(2, min(len(word) - i, longest) + 1) for entry in index.get(word[i:i + k], ())]
+    return tuple(found)
 
 
 def _look_up_words(matcher: TermMatcher, words: tuple[str, ...]) -> tuple[
@@ -382,19 +397,3 @@ def _add_substrings(matcher: TermMatcher, tokens: Tokens, found: dict[tuple[str,
         key, entry = matcher.substrings[ix]
         if key in haystack or (" " in key and key in tokens.text):
             found.setdefault((entry.label, entry.term), entry)
-
-
-def _add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], tokens: Tokens,
-                  found: dict[tuple[str, str], Term]) -> None:
-    """A word the table does not know counts once per label, as its heaviest reading: a
-    misspelling, or a compound's part, through whichever language's terms."""
-    words = tokens.words
-    terms_found = {e.term for e in found.values()}
-    for i, readings in unknown:
-        best: dict[str, tuple[str, Term]] = {}
-        for base, entry in readings:
-            if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
-                best[entry.label] = (base, entry)
-        for base, entry in best.values():
-            if not read_as_false_friend(entry, tokens, words[i:i + 1]):
-                found.setdefault((entry.label, base), entry)

@@ -12,9 +12,10 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from coachctx.engine.common_words import common_words
+from coachctx.engine.matching.language import read_as_false_friend
 from coachctx.engine.matching.stems import COMPOUNDING, MIN_HEAD, MIN_MODIFIER, part_stems
 from coachctx.engine.matching.terms import Term
-from coachctx.engine.text import script_of, stem
+from coachctx.engine.text import Tokens, script_of, stem
 
 WORD_CACHE_LIMIT: Final = 50_000
 """Per-matcher memos keyed by a question word are cleared when they reach this size."""
@@ -223,3 +224,19 @@ class Readings:
         positions, tails, _ = self._index()
         nearby = (*tails.get(word[1:], ()), *tails.get(word, ()), word[1:], word[1:2] + word[:1] + word[2:])
         return [positions[w] for w in nearby if w in positions and w[0] != word[0]]
+
+
+def add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], tokens: Tokens,
+                  found: dict[tuple[str, str], Term]) -> None:
+    """A word the table does not know counts once per label, as its heaviest reading: a
+    misspelling, or a compound's part, through whichever language's terms."""
+    words = tokens.words
+    terms_found = {e.term for e in found.values()}
+    for i, readings in unknown:
+        best: dict[str, tuple[str, Term]] = {}
+        for base, entry in readings:
+            if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
+                best[entry.label] = (base, entry)
+        for base, entry in best.values():
+            if not read_as_false_friend(entry, tokens, words[i:i + 1]):
+                found.setdefault((entry.label, base), entry)

@@ -48,6 +48,8 @@ class TermMatcher:
     """First character -> the positions of the substring keys starting with it."""
     spaced_indexes: tuple[int, ...] = field(init=False, compare=False, repr=False)
     prefix_firsts: frozenset[str] = field(init=False, compare=False, repr=False)
+    hangul_firsts: frozenset[str] = field(init=False, compare=False, repr=False)
+    """The Hangul syllables among `prefix_firsts`: where a term of two syllables may begin inside a word."""
 
     def __post_init__(self) -> None:
         by_first: dict[str, list[int]] = {}
@@ -58,6 +60,7 @@ class TermMatcher:
         object.__setattr__(self, "substrings_by_first", {c: tuple(ix) for c, ix in by_first.items()})
         object.__setattr__(self, "spaced_indexes", tuple(i for i, (k, _) in enumerate(self.substrings) if " " in k))
         object.__setattr__(self, "prefix_firsts", frozenset(k[0] for k in self.prefix_index if k))
+        object.__setattr__(self, "hangul_firsts", frozenset(c for c in self.prefix_firsts if "\uac00" <= c <= "\ud7a3"))
 
     @classmethod
     def compile(cls, table: Mapping[Any, Mapping[Any, Mapping[str, float]]]) -> TermMatcher:
