@@ -21,10 +21,11 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Final
 
+from coachctx.engine.chat_text import collapse_runs
 from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
 from coachctx.engine.matching import fuzzy_distance
 from coachctx.engine.policy import LANGUAGES
-from coachctx.engine.text import collapse_runs, normalise, tokenise
+from coachctx.engine.text import normalise, tokenise
 
 TOP: Final = 10_000
 FUNCTION_TOP: Final = 400

@@ -1,12 +1,18 @@
-"""What chat apps and copy-paste do to a question before its words are read: markup and escapes
-around the words, a word broken at a line end. Undone before tokenising, on terms and questions
-alike, so a term meets the question as a person reads it."""
+"""What chat apps, copy-paste and shouting do to a question before its words are read: markup and
+escapes around the words, a word broken at a line end, a word spelt out letter by letter, a letter
+held down. Undone before tokenising, on terms and questions alike, so a term meets the question as
+a person reads it."""
 
 from __future__ import annotations
 
 import html
+import itertools
 import re
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import Final
+
+from coachctx.engine.common_words import common_words, everyday_languages, question_language
 
 _TAG: Final = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]{0,15}(?:\s[^<>]{0,200})?/?>")
 """An HTML tag (`<b>`, `</span>`, `<a href="...">`, `<br/>`): chat apps and pasted mail wrap words in them."""
@@ -14,15 +20,82 @@ _ENTITY: Final = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-z
 _BROKEN: Final = re.compile(r"([^\W\d_])-[ \t]*\r?\n\s*([^\W\d_])")
 """A word hyphenated at a line end ("inju-\\nry"), as text pasted from a PDF or a mail is."""
 
+_SPACED_LETTERS: Final = re.compile(r"(?<![^\W_])[^\W\d_]([ .\-])[^\W\d_](?:\1[^\W\d_])+(?![^\W_])")
+"""Three or more single letters, each after the same space, dot or dash ("p a i n", "P-A-I-N", "p.a.i.n"):
+one word spelt out, as shouting or an evasion writes it."""
+_CJK: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_SPACED_CJK: Final = re.compile(f"(?<![{_CJK}])[{_CJK}](?: [{_CJK}]){{2,}}(?![{_CJK}])")
+"""Three or more Han or Kana characters, each alone between spaces ("足 首 を 怪 我"): Japanese and
+Chinese are written without spaces, so these are one piece of text spaced out."""
+
+
 def unwrap(question: str) -> str:
     """The question as a person reads it: HTML tags read as a space, character references
-    (`&nbsp;`, `&#243;`) as their characters, a word hyphenated at a line end joined. A question
-    with none of them is returned as is, after a few substring checks."""
+    (`&nbsp;`, `&#243;`) as their characters, a word hyphenated at a line end joined, a word spelt
+    out letter by letter ("p a i n") or Han/Kana spaced out joined. A question with none of them is
+    returned as is, after a few substring checks."""
     if "<" in question and ">" in question:
         question = _TAG.sub(" ", question)
     if "&" in question and ";" in question:
         question = _ENTITY.sub(lambda m: html.unescape(m.group()), question)
     if "\n" in question and "-" in question:
         question = _BROKEN.sub(r"\1\2", question)
+    if " " in question or "." in question or "-" in question:
+        question = _SPACED_LETTERS.sub(_joined, question)
+        if not question.isascii():
+            question = _SPACED_CJK.sub(lambda m: m.group().replace(" ", ""), question)
     return question
 
+
+def _joined(match: re.Match[str]) -> str:
+    return match.group().replace(match.group(1), "")
+
+
+def held_down(words: Sequence[str]) -> tuple[str, ...]:
+    """The words with their held-down letters read (`unstretch`) in the language the question's
+    other words are in: "dooooor" is Portuguese "dor" among Portuguese words, "door" among English."""
+    language = question_language([w for w in words if not STRETCHED.search(w)])
+    return tuple(unstretch(w, language) for w in words)
+
+
+_STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
+STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
+
+
+@lru_cache(maxsize=100_000)
+def unstretch(word: str, language: str | None = None) -> str:
+    """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
+    "soooo" -> "so", "kneeeee" -> "knee", "paaaain" -> "pain". Each run of three or more of one letter
+    stands for one or two. The first reading that is an everyday word of `language` (the question's),
+    else of any language, is taken, `collapse_runs`' first, then two letters before one ("kneeeee"
+    is not "kne"); with none, `collapse_runs`' ("hamstriiing" -> "hamstriing", left to misspelling)."""
+    written = collapse_runs(word)
+    if written == word:
+        return written
+    runs = list(STRETCHED.finditer(word))[:MAX_STRETCHED_RUNS]
+    readings = [written]
+    for counts in itertools.product((2, 1), repeat=len(runs)):
+        pieces: list[str] = []
+        end = 0
+        for run, count in zip(runs, counts, strict=True):
+            pieces += (word[end:run.start()], run.group(1) * count)
+            end = run.end()
+        readings.append(collapse_runs("".join(pieces) + word[end:]))
+    everyday = everyday_languages()
+    if language is not None:
+        found = next((r for r in readings if language in everyday.get(r, ())), None)
+        if found is not None:
+            return found
+    return next((r for r in readings if r in everyday or r in common_words()), written)
+
+
+MAX_STRETCHED_RUNS: Final = 4
+"""Held-down runs of a word whose readings are tried (16 at most); a later run keeps `collapse_runs`' reading."""
+
+
+def collapse_runs(word: str) -> str:
+    """The fixed reading of held-down letters: a run of three or more of one letter ends the word as
+    one letter and stands for two inside it ("feeeel" -> "feel"); no language writes a letter three
+    times at the end of a word, and inside one only a compound's seam does ("Schifffahrt" reads as
+    the older "Schiffahrt", on the term's side too). Digits are never touched ("1000")."""
+    return STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))

@@ -7,17 +7,16 @@ Korean particles attach to the end of a word.
 
 from __future__ import annotations
 
-import itertools
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
 import snowballstemmer
 
-from coachctx.engine.chat_text import unwrap
-from coachctx.engine.common_words import common_words, everyday_languages, question_language
+from coachctx.engine.chat_text import STRETCHED, held_down, unstretch, unwrap
 
 MAX_TOKEN_CHARS: Final = 64
 
@@ -180,8 +179,8 @@ def tokenise(question: str) -> Tokens:
         # holds no format characters, and its only letters are Latin
         text = _ASCII_CONTROL.sub("", read.lower())
         found = _ASCII_WORD.findall(text)
-        if _STRETCHED.search(text):  # a held-down letter: the rare case
-            found = list(_held_down(found))
+        if STRETCHED.search(text):  # a held-down letter: the rare case
+            found = [w[:MAX_TOKEN_CHARS] for w in held_down(found)]
         elif _LONG_ASCII_WORD.search(text):
             found = [w[:MAX_TOKEN_CHARS] for w in found]
         return Tokens(text=text, words=tuple(found), unspaced="",
@@ -196,15 +195,27 @@ def tokenise(question: str) -> Tokens:
         runs += chunk_runs
         for script in chunk_scripts:
             scripts.setdefault(script, None)
-    held = _held_down(words) if _STRETCHED.search(text) else words
+    held = [w[:MAX_TOKEN_CHARS] for w in held_down(words)] if STRETCHED.search(text) else words
+    if "Latin" in scripts and ("Cyrillic" in scripts or "Greek" in scripts):
+        held = _latin_look_alikes(held)
     return Tokens(text=text, words=tuple(held), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
 
 
-def _held_down(words: list[str]) -> tuple[str, ...]:
-    """The words with their held-down letters read (`unstretch`) in the language the question's
-    other words are in: "dooooor" is Portuguese "dor" among Portuguese words, "door" among English."""
-    language = question_language([w for w in words if not _STRETCHED.search(w)])
-    return tuple(unstretch(w, language)[:MAX_TOKEN_CHARS] for w in words)
+def _latin_look_alikes(words: Sequence[str]) -> list[str]:
+    """In a question of Latin words, a word written wholly in Cyrillic or Greek look-alikes of Latin
+    letters ("ѕоrе knее" with Cyrillic ѕ, о, е) as Latin writes it. A word with a letter that has
+    no Latin look-alike ("колено") is another language's word and is kept."""
+    latin = sum(letter_scripts(w) == _LATIN for w in words)
+    if latin * 2 <= len(words):
+        return list(words)
+    out = []
+    for word in words:
+        scripts = letter_scripts(word)
+        if scripts and scripts != _LATIN and scripts <= _LOOK_ALIKE_SCRIPTS:
+            replaced = [_look_alike(ch, "Latin") if script_of(ch) != "Latin" else ch for ch in word]
+            word = "".join(replaced) if all(replaced) else word
+        out.append(word)
+    return out
 
 
 @lru_cache(maxsize=100_000)
@@ -233,49 +244,6 @@ def _split_chunk(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[st
     if current:
         (runs if current_unspaced else words).append("".join(current))
     return tuple(unmixed(w)[:MAX_TOKEN_CHARS] for w in words), tuple(runs), tuple(scripts)
-
-
-_STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
-_STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
-
-
-@lru_cache(maxsize=100_000)
-def unstretch(word: str, language: str | None = None) -> str:
-    """A word typed with a letter held down, as written: "hurtsss" -> "hurts", "sleeeep" -> "sleep",
-    "soooo" -> "so", "kneeeee" -> "knee", "paaaain" -> "pain". Each run of three or more of one letter
-    stands for one or two. The first reading that is an everyday word of `language` (the question's),
-    else of any language, is taken, `collapse_runs`' first, then two letters before one ("kneeeee"
-    is not "kne"); with none, `collapse_runs`' ("hamstriiing" -> "hamstriing", left to misspelling)."""
-    written = collapse_runs(word)
-    if written == word:
-        return written
-    runs = list(_STRETCHED.finditer(word))[:MAX_STRETCHED_RUNS]
-    readings = [written]
-    for counts in itertools.product((2, 1), repeat=len(runs)):
-        pieces: list[str] = []
-        end = 0
-        for run, count in zip(runs, counts, strict=True):
-            pieces += (word[end:run.start()], run.group(1) * count)
-            end = run.end()
-        readings.append(collapse_runs("".join(pieces) + word[end:]))
-    everyday = everyday_languages()
-    if language is not None:
-        found = next((r for r in readings if language in everyday.get(r, ())), None)
-        if found is not None:
-            return found
-    return next((r for r in readings if r in everyday or r in common_words()), written)
-
-
-MAX_STRETCHED_RUNS: Final = 4
-"""Held-down runs of a word whose readings are tried (16 at most); a later run keeps `collapse_runs`' reading."""
-
-
-def collapse_runs(word: str) -> str:
-    """The fixed reading of held-down letters: a run of three or more of one letter ends the word as
-    one letter and stands for two inside it ("feeeel" -> "feel"); no language writes a letter three
-    times at the end of a word, and inside one only a compound's seam does ("Schifffahrt" reads as
-    the older "Schiffahrt", on the term's side too). Digits are never touched ("1000")."""
-    return _STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))
 
 
 _LOOK_ALIKE_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})

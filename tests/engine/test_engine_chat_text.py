@@ -21,15 +21,24 @@ class TestUnwrap:
         ("meu joelho d&#xF3;i", "meu joelho dói"),
         ("I have an inju-\nry in my knee", "I have an injury in my knee"),
         ("tengo una le-  \r\n  sión", "tengo una lesión"),
-    ], ids=["bold", "span-and-break", "nbsp", "decimal-reference", "hex-reference", "hyphen-at-line-end", "crlf"])
+        ("my knee p a i n is sharp", "my knee pain is sharp"),
+        ("P-A-I-N in my knee", "pain in my knee"),
+        ("p.a.i.n, U.S.A. trip", "pain, usa trip"),
+    ], ids=["bold", "span-and-break", "nbsp", "decimal-reference", "hex-reference", "hyphen-at-line-end", "crlf",
+            "spelt-with-spaces", "spelt-with-dashes", "spelt-with-dots"])
     def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
         assert tokenise(delivered).words == tokenise(plain).words
 
     @pytest.mark.parametrize("question", [
         "is 5 < 6 and 7 > 3 a good pace", "R&D; week", "salt &pepper; ok", "run 5k - \n then 10k", "a-\n1 split",
-    ], ids=["comparison", "ampersand", "unknown-reference", "dash-before-a-line", "dash-before-a-number"])
+        "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い",
+    ], ids=["comparison", "ampersand", "unknown-reference", "dash-before-a-line", "dash-before-a-number",
+            "two-letters", "a-number-between", "different-separators", "two-cjk-words"])
     def test_what_is_not_markup_stays(self, question: str) -> None:
         assert unwrap(question) == question
+
+    def test_spaced_out_han_and_kana_read_as_one_text(self) -> None:
+        assert tokenise("足 首 を 怪 我 し ま し た").unspaced == tokenise("足首を怪我しました").unspaced
 
     def test_a_tag_shaped_piece_reads_as_a_tag(self) -> None:
         assert tokenise("x<y>z").words == ("x", "z")
@@ -68,9 +77,12 @@ class TestClinicalAsDelivered:
         ("ركبتى بتوجعنى", "ركبتي بتوجعني"),
         ("GÖĞÜS AĞRISI VAR", "göğüs ağrısı var"),
         ("어제부터허리가아파요", "어제부터 허리가 아파요"),
+        ("\u0455\u043er\u0435 kn\u0435\u0435, run?", "sore knee, run?"),
+        ("足 首 を 怪 我 し ま し た", "足首を怪我しました"),
         ("달리다가발목을삐끗했어요", "달리다가 발목을 삐끗했어요"),
     ], ids=["html", "nbsp", "hyphenated", "danish-ascii", "norwegian-ascii", "persian-keyboard", "egyptian-yeh",
-            "turkish-capitals", "korean-without-spaces", "korean-without-spaces-2"])
+            "turkish-capitals", "korean-without-spaces", "korean-without-spaces-2", "cyrillic-look-alike-words",
+            "spaced-japanese"])
     def test_a_clinical_question_stays_clinical(self, delivered: str, plain: str, policy: Policy) -> None:
         assert clinical_terms_in(plain, policy)
         assert clinical_terms_in(delivered, policy)

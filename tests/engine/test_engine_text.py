@@ -93,7 +93,11 @@ class TestTokenise:
         ("\u0431o\u043b\u0438\u0442 \u043a\u043e\u043b\u0435\u043d\u043e", ("болит", "колено")),  # a Latin o
         ("\u03c1ain", ("pain",)),  # a Greek rho
         ("rus\u0441\u043a\u0438\u0439", ("rusский",)),  # к and и have no Latin look-alike, r and u no Cyrillic
-    ], ids=["cyrillic-in-latin", "latin-majority", "latin-in-cyrillic", "greek-in-latin", "no-look-alike"])
+        ("\u0455\u043er\u0435 kn\u0435\u0435 run", ("sore", "knee", "run")),  # whole words of look-alikes
+        ("my \u043a\u043e\u043b\u0435\u043d\u043e hurts", ("my", "колено", "hurts")),  # a Russian word: к, л, н
+        ("\u043a\u043e\u043b\u0435\u043d\u043e \u0441\u043e\u0440 run", ("колено", "сор", "run")),  # mostly Russian
+    ], ids=["cyrillic-in-latin", "latin-majority", "latin-in-cyrillic", "greek-in-latin", "no-look-alike",
+            "look-alike-words", "a-russian-word", "not-a-latin-question"])
     def test_look_alike_letters_of_another_script_read_as_the_word(self, question: str,
                                                                     words: tuple[str, ...]) -> None:
         assert tokenise(question).words == words
