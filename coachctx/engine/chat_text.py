@@ -14,37 +14,52 @@ from typing import Final
 
 from coachctx.engine.common_words import common_words, everyday_languages, question_language
 
-_TAG: Final = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]{0,15}(?:\s[^<>]{0,200})?/?>")
-"""An HTML tag (`<b>`, `</span>`, `<a href="...">`, `<br/>`): chat apps and pasted mail wrap words in them."""
+_TAG: Final = re.compile(r"<!--.*?-->|</?([a-zA-Z][a-zA-Z0-9]{0,15})(?:\s[^<>]{0,200})?/?>", re.DOTALL)
+"""An HTML tag (`<b>`, `</span>`, `<a href="...">`, `<br/>`) or comment: chat apps and pasted mail wrap words in them."""
+_INLINE_TAGS: Final = frozenset({"a", "abbr", "b", "bdi", "bdo", "cite", "code", "del", "dfn", "em", "font", "i", "ins",
+                                 "kbd", "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup",
+                                 "time", "tt", "u", "var", "wbr"})
+"""Tags that mark text within a line, and so may sit inside a word ("p<b>ai</b>n"): read as nothing. Any
+other tag (a paragraph, a line break, a list item) reads as a space."""
 _ENTITY: Final = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});")
-_BROKEN: Final = re.compile(r"([^\W\d_])-[ \t]*\r?\n\s*([^\W\d_])")
+_BROKEN: Final = re.compile(r"([^\W\d_]+)[-\u2010\u00ad][ \t]*(?:\r?\n|[\u2028\u2029\x85])\s*([^\W\d_]+)")
 """A word hyphenated at a line end ("inju-\\nry"), as text pasted from a PDF or a mail is."""
-
-_SPACED_LETTERS: Final = re.compile(r"(?<![^\W_])[^\W\d_]([ .\-])[^\W\d_](?:\1[^\W\d_])+(?![^\W_])")
-"""Three or more single letters, each after the same space, dot or dash ("p a i n", "P-A-I-N", "p.a.i.n"):
-one word spelt out, as shouting or an evasion writes it."""
-_CJK: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_SPACED_CJK: Final = re.compile(f"(?<![{_CJK}])[{_CJK}](?: [{_CJK}]){{2,}}(?![{_CJK}])")
-"""Three or more Han or Kana characters, each alone between spaces ("足 首 を 怪 我"): Japanese and
-Chinese are written without spaces, so these are one piece of text spaced out."""
+_SPACED_LETTERS: Final = re.compile(
+    r"(?<![^\W_])[^\W\d_]([ \t]+|[ \t]*[.\-_*·•][ \t]*)[^\W\d_](?:\1[^\W\d_])+(?![^\W_])")
+"""Three or more single letters, each after the same space, dot, dash, underscore or star, with or
+without spaces ("p a i n", "P-A-I-N", "p. a. i. n", "p_a_i_n"): one word spelt out, as shouting or
+an evasion writes it. Han and Kana characters are letters too: Japanese and Chinese are written
+without spaces, so "足 首 を 怪 我" is one text spaced out."""
 
 
 def unwrap(question: str) -> str:
-    """The question as a person reads it: HTML tags read as a space, character references
+    """The question as a person reads it: HTML tags read as a space (within a line, as nothing) and
+    comments dropped, character references
     (`&nbsp;`, `&#243;`) as their characters, a word hyphenated at a line end joined, a word spelt
     out letter by letter ("p a i n") or Han/Kana spaced out joined. A question with none of them is
     returned as is, after a few substring checks."""
     if "<" in question and ">" in question:
-        question = _TAG.sub(" ", question)
+        question = _TAG.sub(_untagged, question)
     if "&" in question and ";" in question:
         question = _ENTITY.sub(lambda m: html.unescape(m.group()), question)
-    if "\n" in question and "-" in question:
-        question = _BROKEN.sub(r"\1\2", question)
-    if " " in question or "." in question or "-" in question:
+    if _BROKEN.search(question):
+        question = _BROKEN.sub(_rejoined, question)
+    if _SPACED_LETTERS.search(question):
         question = _SPACED_LETTERS.sub(_joined, question)
-        if not question.isascii():
-            question = _SPACED_CJK.sub(lambda m: m.group().replace(" ", ""), question)
     return question
+
+
+def _untagged(match: re.Match[str]) -> str:
+    return "" if match.group(1) is None or match.group(1).lower() in _INLINE_TAGS else " "
+
+
+def _rejoined(match: re.Match[str]) -> str:
+    """A word broken at a line end, joined when that makes an everyday word of some language
+    ("inju-ry", "le-sión"); else a hyphenated word that wrapped ("x-ray", "post-op", "MRI-scan"),
+    which keeps its hyphen."""
+    first, rest = match.group(1), match.group(2)
+    joined = (first + rest).casefold()
+    return first + rest if joined in everyday_languages() or joined in common_words() else f"{first}-{rest}"
 
 
 def _joined(match: re.Match[str]) -> str:
@@ -68,7 +83,8 @@ def unstretch(word: str, language: str | None = None) -> str:
     "soooo" -> "so", "kneeeee" -> "knee", "paaaain" -> "pain". Each run of three or more of one letter
     stands for one or two. The first reading that is an everyday word of `language` (the question's),
     else of any language, is taken, `collapse_runs`' first, then two letters before one ("kneeeee"
-    is not "kne"); with none, `collapse_runs`' ("hamstriiing" -> "hamstriing", left to misspelling)."""
+    is not "kne"); with none, each run as one letter ("hamstriiing" -> "hamstring", Finnish
+    "kiiiipu" -> "kipu": a letter held down is more often single than double)."""
     written = collapse_runs(word)
     if written == word:
         return written
@@ -86,7 +102,7 @@ def unstretch(word: str, language: str | None = None) -> str:
         found = next((r for r in readings if language in everyday.get(r, ())), None)
         if found is not None:
             return found
-    return next((r for r in readings if r in everyday or r in common_words()), written)
+    return next((r for r in readings if r in everyday or r in common_words()), readings[-1])
 
 
 MAX_STRETCHED_RUNS: Final = 4

@@ -63,7 +63,8 @@ _OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
 
 _IGNORABLE: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u034f\u115f\u1160\u17b4\u17b5"
                                "\u180b-\u180f\u2065\u3164\ufdd0-\ufdef\ufe00-\ufe0f\uffa0\ufff0-\ufff8\ufffe\uffff"
-                               "\U000e0000-\U000e0fff]")
+                               "\U000e0000-\U000e0fff" + "".join(f"{chr(p + 0xfffe)}{chr(p + 0xffff)}"
+                                                                 for p in range(0x10000, 0x110000, 0x10000)) + "]")
 """Characters shown as nothing that are not format characters (Cf): Unicode's other
 default-ignorables (variation selectors, "pain\ufe0f"; the combining grapheme joiner; Hangul
 fillers; Mongolian and Khmer invisible signs; the unassigned ones kept for more), noncharacters,
@@ -202,16 +203,17 @@ def tokenise(question: str) -> Tokens:
 
 
 def _latin_look_alikes(words: Sequence[str]) -> list[str]:
-    """In a question of Latin words, a word written wholly in Cyrillic or Greek look-alikes of Latin
-    letters ("ѕоrе knее" with Cyrillic ѕ, о, е) as Latin writes it. A word with a letter that has
-    no Latin look-alike ("колено") is another language's word and is kept."""
+    """In a question of Latin words, a word of three letters or more written wholly in Cyrillic or
+    Greek look-alikes of Latin letters ("ѕоrе knее" with Cyrillic ѕ, о, е) as Latin writes it. A
+    word with a letter that has no Latin look-alike ("колено") is another language's word and is
+    kept, as is a shorter one (Russian "у", "по" in a code-switched question)."""
     latin = sum(letter_scripts(w) == _LATIN for w in words)
     if latin * 2 <= len(words):
         return list(words)
     out = []
     for word in words:
         scripts = letter_scripts(word)
-        if scripts and scripts != _LATIN and scripts <= _LOOK_ALIKE_SCRIPTS:
+        if len(word) >= 3 and scripts and scripts != _LATIN and scripts <= _LOOK_ALIKE_SCRIPTS:
             replaced = [_look_alike(ch, "Latin") if script_of(ch) != "Latin" else ch for ch in word]
             word = "".join(replaced) if all(replaced) else word
         out.append(word)
@@ -339,21 +341,24 @@ _KEEP_ACCENTS: Final = frozenset({"russian"})
 
 def _arabic_typed(word: str) -> tuple[str, ...]:
     """An Arabic word as Egyptian chat ends it (ي written ى, "ركبتى") and as a Persian keyboard types
-    it (ی and ک for ي, ى and ك): a question written so meets the term."""
+    its kaf (ک for ك): a question written so meets the term. The Persian keyboard's yeh (ی) is not
+    read so: it stands for both ي and ى, and a term's two readings then meet another's ("حمى", fever,
+    and "حمية", diet, both become "حمی")."""
     egyptian = word[:-1] + "\u0649" if word.endswith("\u064a") else word
     return egyptian, word.translate(_PERSIAN_KEYS)
 
 
-_PERSIAN_KEYS: Final = str.maketrans({"\u064a": "\u06cc", "\u0649": "\u06cc", "\u0643": "\u06a9"})
+_PERSIAN_KEYS: Final = str.maketrans({"\u0643": "\u06a9"})
 _TRANSCRIBED: Final = {
-    "danish": str.maketrans({"æ": "ae", "ø": "oe", "å": "aa"}),
-    "norwegian": str.maketrans({"æ": "ae", "ø": "oe", "å": "aa"}),
+    "danish": str.maketrans({"æ": "ae", "å": "aa"}),
+    "norwegian": str.maketrans({"æ": "ae", "å": "aa"}),
     "german": str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}),
     "turkish": str.maketrans({"ı": "i"}),
 }
 """How a keyboard without the language's letters spells them: Danish "knæ" as "knae", German
 "müde" as "muede" (`fold_accents` gives the other way, "knae" without the æ's e: "kna" is not
-written, but "mude" is). Turkish typed in capitals: "AĞRISI" lower-cases to "ağrisi", the dotless
+written, but "mude" is). Not ø as "oe": the stemmer then reads "ømme" (sore) and "ømhed"
+(soreness) as one stem, "oem" (`fold_accents` gives "omme"). Turkish typed in capitals: "AĞRISI" lower-cases to "ağrisi", the dotless
 ı lost and the other letters kept."""
 _TYPED_AS: Final = {
     "arabic": _arabic_typed,

@@ -18,7 +18,7 @@ from coachctx.engine.matching.readings import (
     may_have_readings,
 )
 from coachctx.engine.matching.stems import COMPOUNDING, stem_columns, word_stems
-from coachctx.engine.matching.terms import Term
+from coachctx.engine.matching.terms import Term, prefix_terms
 from coachctx.engine.text import Tokens, stem
 
 if TYPE_CHECKING:
@@ -315,21 +315,6 @@ def _terms_found(matcher: TermMatcher, tokens: Tokens, starts: list[tuple[int, i
     if unknown:
         add_readings(unknown, tokens, found)
     return tuple(found.values())
-
-
-def prefix_terms(matcher: TermMatcher, word: str) -> tuple[Term, ...]:
-    """The Hangul prefix terms of the table a question word begins with, shortest first; then those
-    of two syllables or more that begin with a Hangul syllable later in it, since Korean chat often
-    runs words together without their spaces ("무릎이아파요", my knee hurts, is one token)."""
-    inside = matcher.hangul_firsts
-    if word[:1] not in matcher.prefix_firsts and inside.isdisjoint(word):
-        return ()  # no prefix term starts with any of the word's letters: most words
-    index, longest = matcher.prefix_index, matcher.longest_prefix
-    found = [entry for k in range(1, min(len(word), longest) + 1) for entry in index.get(word[:k], ())]
-    for i in range(1, len(word) - 1):
-        if word[i] in inside:
-            found += [entry for k in range(2, min(len(word) - i, longest) + 1) for entry in index.get(word[i:i + k], ())]
-    return tuple(found)
 
 
 def _look_up_words(matcher: TermMatcher, words: tuple[str, ...]) -> tuple[

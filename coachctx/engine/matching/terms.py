@@ -1,15 +1,19 @@
 """A term of a policy table, and the keys it is filed under: its text for a Han/Kana substring, its
-word for a Hangul prefix, every accent variant of its stemmed phrase for a spaced script."""
+word for a Hangul prefix (and the prefix terms a question word holds), every accent variant of
+its stemmed phrase for a spaced script."""
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from coachctx.engine.policy import EXACT_MARK, LANGUAGES
 from coachctx.engine.text import WHOLE_WORD, stem_variants, tokenise
+
+if TYPE_CHECKING:
+    from coachctx.engine.matching.table import TermMatcher
 
 MAX_PHRASE_WORDS: Final = 6
 
@@ -63,3 +67,21 @@ def filed_under(term: str, language: str) -> tuple[Filed, ...]:
 def written(term: str, language: str) -> tuple[str, ...]:
     """The words of a term as a question writes them (normalised, no `=`)."""
     return tokenise(term_matching(term, language)[0]).words
+
+
+KOREAN_WORD_ENDS: Final = frozenset("이가을를은는에도서고요의로와과랑만데면며")  # particles and endings
+
+
+def prefix_terms(matcher: TermMatcher, word: str) -> tuple[Term, ...]:
+    """The Hangul prefix terms of the table a word begins with, shortest first; then those of two
+    syllables or more that begin inside it after a particle or ending: chat runs Korean words
+    together ("허리가아파요": 아파 after 가), but 커피를 (coffee) holds 피를 (blood) elsewhere."""
+    inside = matcher.hangul_firsts
+    if word[:1] not in matcher.prefix_firsts and inside.isdisjoint(word):
+        return ()  # no prefix term starts with any of the word's letters: most words
+    index, longest = matcher.prefix_index, matcher.longest_prefix
+    found = [entry for k in range(1, min(len(word), longest) + 1) for entry in index.get(word[:k], ())]
+    for i in range(1, len(word) - 1):
+        if word[i] in inside and word[i - 1] in KOREAN_WORD_ENDS:
+            found += [entry for k in range(2, min(len(word) - i, longest) + 1) for entry in index.get(word[i:i + k], ())]
+    return tuple(found)
