@@ -24,8 +24,7 @@ other tag (a paragraph, a line break, a list item) reads as a space."""
 _ENTITY: Final = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});")
 _BROKEN: Final = re.compile(r"([^\W\d_]+)[-\u2010\u00ad][ \t]*(?:\r?\n|[\u2028\u2029\x85])\s*([^\W\d_]+)")
 """A word hyphenated at a line end ("inju-\\nry"), as text pasted from a PDF or a mail is."""
-_SPACED_LETTERS: Final = re.compile(
-    r"(?<![^\W_])[^\W\d_]([ \t]+|[ \t]*[.\-_*·•][ \t]*)[^\W\d_](?:\1[^\W\d_])+(?![^\W_])")
+_SPACED_LETTERS: Final = re.compile(r"\b[^\W\d_]([ \t]+|[ \t]*[.\-_*·•][ \t]*)[^\W\d_](?:\1[^\W\d_])+\b")
 """Three or more single letters, each after the same space, dot, dash, underscore or star, with or
 without spaces ("p a i n", "P-A-I-N", "p. a. i. n", "p_a_i_n"): one word spelt out, as shouting or
 an evasion writes it. Han and Kana characters are letters too: Japanese and Chinese are written
@@ -42,7 +41,8 @@ def unwrap(question: str) -> str:
         question = _TAG.sub(_untagged, question)
     if "&" in question and ";" in question:
         question = _ENTITY.sub(lambda m: html.unescape(m.group()), question)
-    if _BROKEN.search(question):
+    if ("\n" in question or "\u2028" in question or "\u2029" in question or "\x85" in question) \
+            and _BROKEN.search(question):
         question = _BROKEN.sub(_rejoined, question)
     if _SPACED_LETTERS.search(question):
         question = _SPACED_LETTERS.sub(_joined, question)
