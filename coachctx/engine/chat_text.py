@@ -31,12 +31,17 @@ an evasion writes it. Han and Kana characters are letters too: Japanese and Chin
 without spaces, so "足 首 を 怪 我" is one text spaced out."""
 
 
+_SCORE_ON_WORD: Final = re.compile(r"(?<=[^\W\d_]{3})(?=[0-9]{1,2} ?/ ?[0-9]{1,2}\b)")
+"""A score out of ten written onto the word before it ("pain8/10", "dolor7/10"): the word is read
+alone. Only a score: a number on a word is part of it elsewhere ("vo2max", Arabic chat's "waja3")."""
+
+
 def unwrap(question: str) -> str:
     """The question as a person reads it: HTML tags read as a space (within a line, as nothing) and
     comments dropped, character references
     (`&nbsp;`, `&#243;`) as their characters, a word hyphenated at a line end joined, a word spelt
-    out letter by letter ("p a i n") or Han/Kana spaced out joined. A question with none of them is
-    returned as is, after a few substring checks."""
+    out letter by letter ("p a i n") or Han/Kana spaced out joined, a score written onto a word
+    ("pain8/10") apart. A question with none of them is returned as is, after a few substring checks."""
     if "<" in question and ">" in question:
         question = _TAG.sub(_untagged, question)
     if "&" in question and ";" in question:
@@ -44,6 +49,8 @@ def unwrap(question: str) -> str:
     if ("\n" in question or "\u2028" in question or "\u2029" in question or "\x85" in question) \
             and _BROKEN.search(question):
         question = _BROKEN.sub(_rejoined, question)
+    if "/" in question:
+        question = _SCORE_ON_WORD.sub(" ", question)
     if _SPACED_LETTERS.search(question):
         question = _SPACED_LETTERS.sub(_joined, question)
     return question

@@ -24,16 +24,19 @@ class TestUnwrap:
         ("my knee p a i n is sharp", "my knee pain is sharp"),
         ("P-A-I-N in my knee", "pain in my knee"),
         ("p.a.i.n, U.S.A. trip", "pain, usa trip"),
+        ("knee pain8/10, run?", "knee pain 8/10, run?"),
+        ("dolor7 / 10 en la rodilla", "dolor 7 / 10 en la rodilla"),
     ], ids=["bold", "span-and-break", "nbsp", "decimal-reference", "hex-reference", "hyphen-at-line-end", "crlf",
-            "spelt-with-spaces", "spelt-with-dashes", "spelt-with-dots"])
+            "spelt-with-spaces", "spelt-with-dashes", "spelt-with-dots", "score-on-word", "score-spaced"])
     def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
         assert tokenise(delivered).words == tokenise(plain).words
 
     @pytest.mark.parametrize("question", [
         "is 5 < 6 and 7 > 3 a good pace", "R&D; week", "salt &pepper; ok", "run 5k - \n then 10k", "a-\n1 split",
-        "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い",
+        "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い", "waja3 ktir", "vo2max 5/10",
     ], ids=["comparison", "ampersand", "unknown-reference", "dash-before-a-line", "dash-before-a-number",
-            "two-letters", "a-number-between", "different-separators", "two-cjk-words"])
+            "two-letters", "a-number-between", "different-separators", "two-cjk-words", "arabic-chat-digit",
+            "a-number-in-a-word"])
     def test_what_is_not_markup_stays(self, question: str) -> None:
         assert unwrap(question) == question
 
