@@ -29,19 +29,17 @@ _SPACED_LETTERS: Final = re.compile(r"\b[^\W\d_]([ \t]+|[ \t]*[.\-_*·•][ \t]*
 without spaces ("p a i n", "P-A-I-N", "p. a. i. n", "p_a_i_n"): one word spelt out, as shouting or
 an evasion writes it. Han and Kana characters are letters too: Japanese and Chinese are written
 without spaces, so "足 首 を 怪 我" is one text spaced out."""
-
-
 _SCORE_ON_WORD: Final = re.compile(r"(?<=[^\W\d_]{3})(?=[0-9]{1,2} ?/ ?[0-9]{1,2}\b)")
 """A score out of ten written onto the word before it ("pain8/10", "dolor7/10"): the word is read
 alone. Only a score: a number on a word is part of it elsewhere ("vo2max", Arabic chat's "waja3")."""
 
 
 def unwrap(question: str) -> str:
-    """The question as a person reads it: HTML tags read as a space (within a line, as nothing) and
-    comments dropped, character references
-    (`&nbsp;`, `&#243;`) as their characters, a word hyphenated at a line end joined, a word spelt
-    out letter by letter ("p a i n") or Han/Kana spaced out joined, a score written onto a word
-    ("pain8/10") apart. A question with none of them is returned as is, after a few substring checks."""
+    """The question as a person reads it: HTML tags read as a space (within a line, as nothing),
+    comments dropped, character references (`&nbsp;`, `&#243;`) as their characters, a word
+    hyphenated at a line end joined, a word spelt out letter by letter ("p a i n") or Han/Kana
+    spaced out joined, a score written onto a word ("pain8/10") apart. A question with none of them
+    is returned as is, after a few substring checks."""
     if "<" in question and ">" in question:
         question = _TAG.sub(_untagged, question)
     if "&" in question and ";" in question:
