@@ -22,8 +22,11 @@ _INLINE_TAGS: Final = frozenset({"a", "abbr", "b", "bdi", "bdo", "cite", "code",
 """Tags that mark text within a line, and so may sit inside a word ("p<b>ai</b>n"): read as nothing. Any
 other tag (a paragraph, a line break, a list item) reads as a space."""
 _ENTITY: Final = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});")
-_BROKEN: Final = re.compile(r"([^\W\d_]+)[-\u2010\u00ad][ \t]*(?:\r?\n|[\u2028\u2029\x85])\s*([^\W\d_]+)")
-"""A word hyphenated at a line end ("inju-\\nry"), as text pasted from a PDF or a mail is."""
+_BROKEN: Final = re.compile(r"(?<=[^\W\d_])[-\u2010\u00ad][ \t]*(?:\r?\n|[\u2028\u2029\x85])\s*(?=[^\W\d_])")
+"""A hyphen at a line end between letters ("inju-\\nry"), as text pasted from a PDF or a mail has.
+Found from the hyphen: a pattern starting at the word before it would try every letter of a long
+word as a start (0.2 s for one word of 2,000 letters)."""
+_LETTERS: Final = re.compile(r"[^\W\d_]+")
 _SPACED_LETTERS: Final = re.compile(r"\b[^\W\d_]([ \t]+|[ \t]*[.\-_*·•][ \t]*)[^\W\d_](?:\1[^\W\d_])+\b")
 """Three or more single letters, each after the same space, dot, dash, underscore or star, with or
 without spaces ("p a i n", "P-A-I-N", "p. a. i. n", "p_a_i_n"): one word spelt out, as shouting or
@@ -44,9 +47,8 @@ def unwrap(question: str) -> str:
         question = _TAG.sub(_untagged, question)
     if "&" in question and ";" in question:
         question = _ENTITY.sub(lambda m: html.unescape(m.group()), question)
-    if ("\n" in question or "\u2028" in question or "\u2029" in question or "\x85" in question) \
-            and _BROKEN.search(question):
-        question = _BROKEN.sub(_rejoined, question)
+    if "\n" in question or "\u2028" in question or "\u2029" in question or "\x85" in question:
+        question = _rejoined(question)
     if "/" in question:
         question = _SCORE_ON_WORD.sub(" ", question)
     if _SPACED_LETTERS.search(question):
@@ -58,13 +60,26 @@ def _untagged(match: re.Match[str]) -> str:
     return "" if match.group(1) is None or match.group(1).lower() in _INLINE_TAGS else " "
 
 
-def _rejoined(match: re.Match[str]) -> str:
-    """A word broken at a line end, joined when that makes an everyday word of some language
+def _rejoined(question: str) -> str:
+    """Each word broken at a line end joined when that makes an everyday word of some language
     ("inju-ry", "le-sión"); else a hyphenated word that wrapped ("x-ray", "post-op", "MRI-scan"),
     which keeps its hyphen."""
-    first, rest = match.group(1), match.group(2)
-    joined = (first + rest).casefold()
-    return first + rest if joined in everyday_languages() or joined in common_words() else f"{first}-{rest}"
+    pieces: list[str] = []
+    kept = 0
+    for hyphen in _BROKEN.finditer(question):
+        begin = hyphen.start()
+        while begin > kept and question[begin - 1].isalpha():
+            begin -= 1
+        if begin == hyphen.start():
+            continue  # the letters before it ended the word joined last
+        rest = _LETTERS.match(question, hyphen.end())
+        assert rest is not None  # the pattern looks ahead for a letter
+        first, after = question[begin:hyphen.start()], rest.group()
+        joined = (first + after).casefold()
+        everyday = joined in everyday_languages() or joined in common_words()
+        pieces += (question[kept:begin], first + after if everyday else f"{first}-{after}")
+        kept = rest.end()
+    return "".join(pieces) + question[kept:]
 
 
 def _joined(match: re.Match[str]) -> str:

@@ -178,7 +178,9 @@ def tokenise(question: str) -> Tokens:
     if read.isascii():
         # the common case, without the per-character Unicode work: NFKC leaves ASCII alone, it
         # holds no format characters, and its only letters are Latin
-        text = _ASCII_CONTROL.sub("", read.lower())
+        text = read.lower()
+        if not text.isprintable():  # a line break or tab, rarely a control character inside a word
+            text = _ASCII_CONTROL.sub("", text)
         found = _ASCII_WORD.findall(text)
         if STRETCHED.search(text):  # a held-down letter: the rare case
             found = [w[:MAX_TOKEN_CHARS] for w in held_down(found)]
@@ -330,25 +332,25 @@ def stem_variants(word: str, algorithm: str) -> frozenset[str]:
     written with *other* accents is another word ("đối" is not Portuguese "dói")."""
     if algorithm in _KEEP_ACCENTS:
         return frozenset({stem(word, algorithm)})
-    spelled = _TYPED_AS.get(algorithm)
-    return frozenset({stem(word, algorithm), stem(fold_accents(word), algorithm),
-                      *(stem(w, algorithm) for w in spelled(word))} if spelled else
-                     {stem(word, algorithm), stem(fold_accents(word), algorithm)})
+    return frozenset({stem(w, algorithm) for w in (word, fold_accents(word), *_typed_as(word, algorithm))})
 
 
 _KEEP_ACCENTS: Final = frozenset({"russian"})
 
 
-def _arabic_typed(word: str) -> tuple[str, ...]:
-    """An Arabic word as Egyptian chat ends it (ي written ى, "ركبتى") and as a Persian keyboard types
-    its kaf (ک for ك): a question written so meets the term. The Persian keyboard's yeh (ی) is not
-    read so: it stands for both ي and ى, and a term's two readings then meet another's ("حمى", fever,
-    and "حمية", diet, both become "حمی")."""
-    egyptian = word[:-1] + "\u0649" if word.endswith("\u064a") else word
-    return egyptian, word.translate(_PERSIAN_KEYS)
+def _typed_as(word: str, algorithm: str) -> tuple[str, ...]:
+    """The spellings of a term's word a question may type instead, on a keyboard without the
+    language's letters (`_TRANSCRIBED`), or in Arabic as Egyptian chat ends it (ي written ى, "ركبتى")
+    and with a Persian keyboard's kaf (ک for ك). Not the Persian keyboard's yeh (ی): it stands for
+    both ي and ى, and a term's two readings then meet another's ("حمى", fever, and "حمية", diet,
+    both become "حمی")."""
+    if algorithm == "arabic":
+        return (word[:-1] + "\u0649" if word.endswith("\u064a") else word), word.translate(_PERSIAN_KAF)
+    table = _TRANSCRIBED.get(algorithm)
+    return (word.translate(table),) if table else ()
 
 
-_PERSIAN_KEYS: Final = str.maketrans({"\u0643": "\u06a9"})
+_PERSIAN_KAF: Final = str.maketrans({"\u0643": "\u06a9"})
 _TRANSCRIBED: Final = {
     "danish": str.maketrans({"æ": "ae", "å": "aa"}),
     "norwegian": str.maketrans({"æ": "ae", "å": "aa"}),
@@ -358,13 +360,8 @@ _TRANSCRIBED: Final = {
 """How a keyboard without the language's letters spells them: Danish "knæ" as "knae", German
 "müde" as "muede" (`fold_accents` gives the other way, "knae" without the æ's e: "kna" is not
 written, but "mude" is). Not ø as "oe": the stemmer then reads "ømme" (sore) and "ømhed"
-(soreness) as one stem, "oem" (`fold_accents` gives "omme"). Turkish typed in capitals: "AĞRISI" lower-cases to "ağrisi", the dotless
-ı lost and the other letters kept."""
-_TYPED_AS: Final = {
-    "arabic": _arabic_typed,
-    **{a: (lambda table: lambda w: (w.translate(table),))(t) for a, t in _TRANSCRIBED.items()},
-}
-"""Algorithm -> the spellings of a term's word that a question may type instead."""
+(soreness) as one stem, "oem" (`fold_accents` gives "omme"). Turkish typed in capitals: "AĞRISI"
+lower-cases to "ağrisi", the dotless ı lost and the other letters kept."""
 
 
 def clear_word_memos() -> None:

@@ -90,7 +90,7 @@ class QuestionLabelStore(Database):
         now = datetime.now(UTC)
         out: list[QuestionLabel] = []
         table = tables.question_labels
-        with self.writing("store the label") as conn:  # two imports of one file at once stored it twice
+        with self.writing("store the label") as conn:
             # an import of many labels reads what is stored once, not once a label: the table has no
             # index to find an equal label by, and a query per label made an import quadratic
             stored = _stored_by_identity(conn) if len(checked) > FEW_LABELS else None
