@@ -1,13 +1,15 @@
 """What chat apps, copy-paste and shouting do to a question before its words are read: markup and
-escapes around the words, a word broken at a line end, a word spelt out letter by letter, a letter
-held down. Undone before tokenising, on terms and questions alike, so a term meets the question as
-a person reads it."""
+escapes around the words, a word broken at a line end, a word spelt out letter by letter, words
+run together in CamelCase, a letter held down, "fancy text" letters, digits typed for letters or
+between words. Undone before tokenising, on terms and questions alike, so a term meets the question
+as a person reads it."""
 
 from __future__ import annotations
 
 import html
 import itertools
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final
@@ -37,6 +39,14 @@ _SCORE_ON_WORD: Final = re.compile(r"(?<=[^\W\d_]{3})(?=[0-9]{1,2} ?/ ?[0-9]{1,2
 alone. Only a score: a number on a word is part of it elsewhere ("vo2max", Arabic chat's "waja3")."""
 
 
+_CAMEL_CASE: Final = re.compile(r"\b[A-Z]?[a-z]+(?:[A-Z][a-z]+)+\b")
+"""Words run together with a capital on each ("MyKneeHurts", "#KneePain", "ItHurts"), as a hashtag
+or a quick message writes them."""
+_CAMEL_SEAM: Final = re.compile(r"[a-z][A-Z]")
+"""Looked for first: a third of the time `_CAMEL_CASE` takes on a question without one."""
+_HUMP: Final = re.compile(r"[A-Z]?[a-z]+")
+
+
 def unwrap(question: str) -> str:
     """The question as a person reads it: HTML tags read as a space (within a line, as nothing),
     comments dropped, character references (`&nbsp;`, `&#243;`) as their characters, a word
@@ -53,7 +63,17 @@ def unwrap(question: str) -> str:
         question = _SCORE_ON_WORD.sub(" ", question)
     if _SPACED_LETTERS.search(question):
         question = _SPACED_LETTERS.sub(_joined, question)
+    if _CAMEL_SEAM.search(question):
+        question = _CAMEL_CASE.sub(_camel_apart, question)
     return question
+
+
+def _camel_apart(match: re.Match[str]) -> str:
+    """Words run together in CamelCase apart, when each is an everyday word of some language
+    ("MyKneeHurts" -> "My Knee Hurts"); a name that only looks so ("McDonalds") is kept."""
+    humps = _HUMP.findall(match.group())
+    everyday = everyday_languages()
+    return " ".join(humps) if all(h.lower() in everyday for h in humps) else match.group()
 
 
 def _untagged(match: re.Match[str]) -> str:
@@ -135,3 +155,79 @@ def collapse_runs(word: str) -> str:
     times at the end of a word, and inside one only a compound's seam does ("Schifffahrt" reads as
     the older "Schiffahrt", on the term's side too). Digits are never touched ("1000")."""
     return STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))
+
+
+_FANCY_NAME: Final = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z]{1,2})|(?:NEGATIVE )?(?:SQUARED|CIRCLED) LATIN CAPITAL LETTER ([A-Z])")
+_FANCY_BLOCKS: Final = ((0x0250, 0x02B0), (0x1D00, 0x1D80), (0xA720, 0xA800), (0x1F100, 0x1F200))
+"""IPA, phonetic extensions, Latin extended-D and the enclosed alphanumeric supplement: where the
+small capitals and boxed letters of "fancy text" generators live."""
+
+
+def _fancy_letters() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for begin, end in _FANCY_BLOCKS:
+        for code in range(begin, end):
+            named = _FANCY_NAME.fullmatch(unicodedata.name(chr(code), ""))
+            if named:
+                table[code] = (named.group(1) or named.group(2)).lower()
+    return table
+
+
+FANCY_LETTERS: Final = _fancy_letters()
+"""Letters "fancy text" writes that NFKC leaves alone, as the plain letters they show: small capitals
+("ᴋɴᴇᴇ ʜᴜʀᴛꜱ") and letters in a black square or circle ("🅺🅽🅴🅴", "🅐"). NFKC already reads the
+others (bold, italic, script and double-struck letters, circled and full-width ones)."""
+_FANCY: Final = re.compile("[" + "".join(f"{chr(begin)}-{chr(end - 1)}" for begin, end in _FANCY_BLOCKS) + "]")
+"""A character of the blocks `FANCY_LETTERS` is drawn from: four ranges are checked far faster than
+its hundred-odd characters."""
+
+
+def plain_letters(text: str) -> str:
+    """The text with `FANCY_LETTERS` as plain letters."""
+    return text.translate(FANCY_LETTERS) if _FANCY.search(text) else text
+
+
+LETTER_THEN_DIGIT: Final = re.compile(r"[^\W\d_][0-9]")
+"""A word with a digit after a letter: maybe words run together around a number, or digits typed
+for letters. (A number with its unit, "10km", "5am", "2day", starts with the digit.)"""
+_RUNS: Final = re.compile(r"[0-9]+|[^0-9]+")
+_LEET: Final = {"0": "o", "1": "il", "3": "e", "4": "a", "5": "s", "7": "t"}
+"""Digits typed for the letters they look like ("p41n", "kn33"), each with its letters."""
+MIN_RUN_TOGETHER: Final = 3
+"""The shortest word read apart from a number it is written onto."""
+
+
+def digits_read(words: Sequence[str]) -> list[str]:
+    """The words, each with a digit after a letter read as `digit_reading` does."""
+    out: list[str] = []
+    for word in words:
+        out += digit_reading(word) if LETTER_THEN_DIGIT.search(word) else (word,)
+    return out
+
+
+@lru_cache(maxsize=100_000)
+def digit_reading(word: str) -> tuple[str, ...]:
+    """A word of letters with digits in it, as chat means it. Words run together around a number
+    are read apart when each run of letters is an everyday word of some language ("hurts4days" ->
+    hurts, 4, days; "week2" -> week, 2). Else digits typed for the letters they look like are read
+    as those letters when that makes an everyday English word, leetspeak being English ("p41n" ->
+    pain, "kn33" -> knee, "h3lp" -> help). Else the word is kept: a model name, a unit, Arabic
+    or Greek chat's digits for letters ("vo2max", "waja3", "ex8es")."""
+    runs = _RUNS.findall(word)
+    everyday = everyday_languages()
+    if runs[0][0].isdigit():
+        return (word,)
+    letters = runs[0::2]
+    if all(len(r) >= MIN_RUN_TOGETHER and r in everyday for r in letters):
+        return tuple(runs)
+    if all(d in _LEET for r in runs[1::2] for d in r) and sum(map(len, letters)) >= 2:
+        options = [_LEET.get(ch, ch) for ch in word]
+        for reading in itertools.islice(itertools.product(*options), MAX_LEET_READINGS):
+            read = "".join(reading)
+            if "en" in everyday.get(read, ()):
+                return (read,)
+    return (word,)
+
+
+MAX_LEET_READINGS: Final = 16
+"""Readings of a word's ones (i or l) tried, at most."""

@@ -16,7 +16,16 @@ from typing import Final
 
 import snowballstemmer
 
-from coachctx.engine.chat_text import STRETCHED, held_down, unstretch, unwrap
+from coachctx.engine.chat_text import (
+    LETTER_THEN_DIGIT,
+    STRETCHED,
+    digit_reading,
+    digits_read,
+    held_down,
+    plain_letters,
+    unstretch,
+    unwrap,
+)
 
 MAX_TOKEN_CHARS: Final = 64
 
@@ -72,9 +81,9 @@ and control characters other than line breaks and tabs. A word written with one 
 
 
 def normalise(text: str) -> str:
-    """NFKC, casefold, invisible characters (ZWJ, RTL marks, BOM, variation selectors) removed,
-    digits of every script as 0-9."""
-    text = unicodedata.normalize("NFKC", text)
+    """NFKC, "fancy text" letters as plain ones, casefold, invisible characters (ZWJ, RTL marks,
+    BOM, variation selectors) removed, digits of every script as 0-9."""
+    text = plain_letters(unicodedata.normalize("NFKC", text))
     if not text.isprintable():  # every Cf, Cs and Co character is unprintable: most text skips the walk
         text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
     text = _IGNORABLE.sub("", text)
@@ -170,6 +179,8 @@ _ASCII_LETTER: Final = re.compile(r"[a-z]")
 _LONG_ASCII_WORD: Final = re.compile(f"[a-z0-9]{{{MAX_TOKEN_CHARS + 1}}}")
 _LATIN_SCRIPT: Final = ("Latin",)
 _ASCII_CONTROL: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+_ASCII_RARE: Final = re.compile(f"([a-z])\\1\\1|[a-z][0-9]|{_LONG_ASCII_WORD.pattern}")
+"""A held-down letter, a digit after a letter or an overlong word, looked for in one pass."""
 
 
 def tokenise(question: str) -> Tokens:
@@ -182,10 +193,8 @@ def tokenise(question: str) -> Tokens:
         if not text.isprintable():  # a line break or tab, rarely a control character inside a word
             text = _ASCII_CONTROL.sub("", text)
         found = _ASCII_WORD.findall(text)
-        if STRETCHED.search(text):  # a held-down letter: the rare case
-            found = [w[:MAX_TOKEN_CHARS] for w in held_down(found)]
-        elif _LONG_ASCII_WORD.search(text):
-            found = [w[:MAX_TOKEN_CHARS] for w in found]
+        if _ASCII_RARE.search(text):
+            found = _rare_ascii(text, found)
         return Tokens(text=text, words=tuple(found), unspaced="",
                       scripts=_LATIN_SCRIPT if _ASCII_LETTER.search(text) else (), raw=question)
     text = normalise(read)
@@ -201,7 +210,21 @@ def tokenise(question: str) -> Tokens:
     held = [w[:MAX_TOKEN_CHARS] for w in held_down(words)] if STRETCHED.search(text) else words
     if "Latin" in scripts and ("Cyrillic" in scripts or "Greek" in scripts):
         held = _latin_look_alikes(held)
+    if LETTER_THEN_DIGIT.search(text):
+        held = digits_read(held)
     return Tokens(text=text, words=tuple(held), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
+
+
+def _rare_ascii(text: str, words: list[str]) -> list[str]:
+    """The words of a lower-case ASCII question that `_ASCII_RARE` found something in."""
+    if STRETCHED.search(text):
+        words = [w[:MAX_TOKEN_CHARS] for w in held_down(words)]
+    elif _LONG_ASCII_WORD.search(text):
+        words = [w[:MAX_TOKEN_CHARS] for w in words]
+    return digits_read(words) if _ASCII_DIGIT_AFTER_LETTER.search(text) else words
+
+
+_ASCII_DIGIT_AFTER_LETTER: Final = re.compile(r"[a-z][0-9]")
 
 
 def _latin_look_alikes(words: Sequence[str]) -> list[str]:
@@ -366,5 +389,5 @@ lower-cases to "ağrisi", the dotless ı lost and the other letters kept."""
 
 def clear_word_memos() -> None:
     """Empty this module's per-word memos (word splits, unstretched words, stems, scripts)."""
-    for memo in (_split_chunk, unstretch, stem, letter_scripts):
+    for memo in (_split_chunk, unstretch, digit_reading, stem, letter_scripts):
         memo.cache_clear()

@@ -1,6 +1,7 @@
 """Questions as chat apps, copy-paste and keyboards deliver them: markup and escapes around the
 words, a word broken at a line end, letters a keyboard lacks, Arabic written the Egyptian way or on
-a Persian keyboard. Each reads as the plain question does, and a clinical one stays clinical."""
+a Persian keyboard, "fancy text" letters, digits for letters, words run together. Each reads as the
+plain question does, and a clinical one stays clinical."""
 
 from __future__ import annotations
 
@@ -26,17 +27,20 @@ class TestUnwrap:
         ("p.a.i.n, U.S.A. trip", "pain, usa trip"),
         ("knee pain8/10, run?", "knee pain 8/10, run?"),
         ("dolor7 / 10 en la rodilla", "dolor 7 / 10 en la rodilla"),
+        ("MyKneeHurts, run today?", "my knee hurts, run today?"),
+        ("#KneePain again", "# knee pain again"),
     ], ids=["bold", "span-and-break", "nbsp", "decimal-reference", "hex-reference", "hyphen-at-line-end", "crlf",
-            "spelt-with-spaces", "spelt-with-dashes", "spelt-with-dots", "score-on-word", "score-spaced"])
+            "spelt-with-spaces", "spelt-with-dashes", "spelt-with-dots", "score-on-word", "score-spaced",
+            "camel-case", "camel-case-hashtag"])
     def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
         assert tokenise(delivered).words == tokenise(plain).words
 
     @pytest.mark.parametrize("question", [
         "is 5 < 6 and 7 > 3 a good pace", "R&D; week", "salt &pepper; ok", "run 5k - \n then 10k", "a-\n1 split",
-        "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い", "waja3 ktir", "vo2max 5/10",
+        "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い", "waja3 ktir", "vo2max 5/10", "McDonalds or TrainingPeaks",
     ], ids=["comparison", "ampersand", "unknown-reference", "dash-before-a-line", "dash-before-a-number",
             "two-letters", "a-number-between", "different-separators", "two-cjk-words", "arabic-chat-digit",
-            "a-number-in-a-word"])
+            "a-number-in-a-word", "names-in-camel-case"])
     def test_what_is_not_markup_stays(self, question: str) -> None:
         assert unwrap(question) == question
 
@@ -48,6 +52,37 @@ class TestUnwrap:
 
     def test_the_raw_question_is_kept_for_the_model(self) -> None:
         assert tokenise("my <b>knee</b>").raw == "my <b>knee</b>"
+
+
+class TestFancyLettersAndDigits:
+    @pytest.mark.parametrize(("delivered", "plain"), [
+        ("my \U0001d424\U0001d427\U0001d41e\U0001d41e \U0001d421\U0001d42e\U0001d42b\U0001d42d\U0001d42c",
+         "my knee hurts"),
+        ("my \u1d0b\u0274\u1d07\u1d07 \u029c\u1d1c\u0280\u1d1b\ua731", "my knee hurts"),
+        ("\U0001f17a\U0001f17d\U0001f174\U0001f174 pain", "knee pain"),
+        ("\U0001f150\U0001f152\U0001f157\U0001f154 again", "ache again"),
+        ("\u24da\u24dd\u24d4\u24d4 hurts", "knee hurts"),
+        ("so much p41n", "so much pain"),
+        ("KN33 hurts", "knee hurts"),
+        ("h3lp, k1ll1ng me", "help, killing me"),
+        ("it hurts4days", "it hurts 4 days"),
+        ("week2 of the plan", "week 2 of the plan"),
+        ("Ｐ４１Ｎ today", "pain today"),
+    ], ids=["bold", "small-capitals", "negative-squared", "negative-circled", "circled", "leet", "leet-capitals",
+            "leet-ones", "number-between-words", "number-after-a-word", "full-width-leet"])
+    def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
+        assert tokenise(delivered).words == tokenise(plain).words
+
+    @pytest.mark.parametrize("word", [
+        "vo2max", "5k", "10km", "5am", "2day", "x400", "b12", "waja3", "mat3ab", "s7a", "t1d", "ex8es", "koimh8hka", "c25k",
+    ])
+    def test_a_number_that_belongs_to_its_word_stays(self, word: str) -> None:
+        # units, times, model names, textspeak and Arabic/Greek chat's digits for letters: a term may be any of them
+        assert tokenise(word).words == (word,)
+
+    def test_a_term_with_digits_meets_the_question_that_writes_it(self, policy: Policy) -> None:
+        # terms are read by the same rules as questions, so a split term is a phrase the question has too
+        assert clinical_terms_in("waja3 fi rukbati", policy)
 
 
 class TestTypedSpellings:
@@ -85,9 +120,17 @@ class TestClinicalAsDelivered:
         ("\u0455\u043er\u0435 kn\u0435\u0435, run?", "sore knee, run?"),
         ("足 首 を 怪 我 し ま し た", "足首を怪我しました"),
         ("달리다가발목을삐끗했어요", "달리다가 발목을 삐끗했어요"),
+        ("so much p41n after intervals, train today?", "so much pain after intervals, train today?"),
+        ("it hurts4days, intervals today?", "it hurts 4 days, intervals today?"),
+        ("\u026a\u1d1b \u029c\u1d1c\u0280\u1d1b\ua731 when i sprint", "it hurts when i sprint"),
+        ("\U0001f178\U0001f183 \U0001f177\U0001f184\U0001f181\U0001f183\U0001f182 when i sprint",
+         "it hurts when i sprint"),
+        ("ItHurts when i sprint, tempo today?", "it hurts when i sprint, tempo today?"),
+        ("dolor4dias, entreno hoy?", "dolor 4 dias, entreno hoy?"),
     ], ids=["html", "nbsp", "hyphenated", "danish-ascii", "norwegian-ascii", "persian-keyboard", "egyptian-yeh",
             "turkish-capitals", "korean-without-spaces", "korean-without-spaces-2", "cyrillic-look-alike-words",
-            "spaced-japanese"])
+            "spaced-japanese", "leet", "number-between-words", "small-capitals", "negative-squared", "camel-case",
+            "spanish-number-between-words"])
     def test_a_clinical_question_stays_clinical(self, delivered: str, plain: str, policy: Policy) -> None:
         assert clinical_terms_in(plain, policy)
         assert clinical_terms_in(delivered, policy)

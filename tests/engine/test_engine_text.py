@@ -115,9 +115,11 @@ class TestTokenise:
             score("my knee hurts so bad", policy).matched["injury"]
 
     def test_ascii_words_of_a_non_ascii_question_are_latin_words(self) -> None:
-        # ASCII chunks take a shortcut: one Latin word each, digits of no script, stretched letters undone
-        t = tokenise("Café 2024 zone2 sooooo 膝 müde")
-        assert t.words == ("café", "2024", "zone2", "so", "müde")
+        # ASCII chunks take a shortcut: one Latin word each, digits of no script, stretched letters
+        # undone, a number written onto an everyday word read apart, as in an ASCII question
+        t = tokenise("Café 2024 zone2 vo2max sooooo 膝 müde")
+        assert t.words == ("café", "2024", "zone", "2", "vo2max", "so", "müde")
+        assert t.words[2:5] == tokenise("zone2 vo2max").words
         assert t.unspaced == "膝"
         assert t.scripts == ("Latin", "Han")
         assert tokenise("١٢ 2024").scripts == ()
