@@ -39,19 +39,34 @@ _SCORE_ON_WORD: Final = re.compile(r"(?<=[^\W\d_]{3})(?=[0-9]{1,2} ?/ ?[0-9]{1,2
 alone. Only a score: a number on a word is part of it elsewhere ("vo2max", Arabic chat's "waja3")."""
 
 
-_CAMEL_CASE: Final = re.compile(r"\b[A-Z]?[a-z]+(?:[A-Z][a-z]+)+\b")
+_CAMEL_CASE: Final = re.compile(r"\b(?:[A-Z]{2,}(?=[A-Z][a-z]{2})|[A-Z]?[a-z]+)(?:[A-Z][a-z]+)+\b")
 """Words run together with a capital on each ("MyKneeHurts", "#KneePain", "ItHurts"), as a hashtag
-or a quick message writes them."""
-_CAMEL_SEAM: Final = re.compile(r"[a-z][A-Z]")
+or a quick message writes them, maybe after an abbreviation ("ACLTear"; not "MRIs")."""
+_CAMEL_SEAM: Final = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 """Looked for first: a third of the time `_CAMEL_CASE` takes on a question without one."""
-_HUMP: Final = re.compile(r"[A-Z]?[a-z]+")
+_HUMP: Final = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+")
+MIN_CAMEL_WORD: Final = 4
+"""A hump this long is read as a word of its own even when it is no everyday word ("SoreCalf")."""
+
+
+SYMPTOM_EMOJI: Final = {
+    "\U0001f915": "injured", "\U0001fa79": "injured", "\U0001fa7c": "crutches", "\U0001f912": "fever",
+    "\U0001f691": "ambulance", "\U0001f3e5": "hospital",
+}
+"""Emoji that stand for an injury, an illness or care, as the word they stand for: 🤕 (face with a
+head bandage), 🩹 (adhesive bandage), 🩼 (crutch), 🤒 (face with a thermometer), 🚑 and 🏥. "🤕 after
+my run" is a clinical question. Not the faces chat uses for a state of mind as often as for a
+symptom: 🥴, 😵 and 😵‍💫 are jet lag, a hangover or a hard week ("MI RELOJ DICE RECOVERY 30% 😵😵"),
+🤢 and 🤮 a gel's taste. Every other emoji reads as nothing."""
+_SYMPTOM: Final = re.compile("|".join(map(re.escape, sorted(SYMPTOM_EMOJI, key=len, reverse=True))))
 
 
 def unwrap(question: str) -> str:
     """The question as a person reads it: HTML tags read as a space (within a line, as nothing),
     comments dropped, character references (`&nbsp;`, `&#243;`) as their characters, a word
     hyphenated at a line end joined, a word spelt out letter by letter ("p a i n") or Han/Kana
-    spaced out joined, a score written onto a word ("pain8/10") apart. A question with none of them
+    spaced out joined, a score written onto a word ("pain8/10") apart, an emoji for a symptom as
+    its word (`SYMPTOM_EMOJI`), words run together in CamelCase apart. A question with none of them
     is returned as is, after a few substring checks."""
     if "<" in question and ">" in question:
         question = _TAG.sub(_untagged, question)
@@ -63,17 +78,22 @@ def unwrap(question: str) -> str:
         question = _SCORE_ON_WORD.sub(" ", question)
     if _SPACED_LETTERS.search(question):
         question = _SPACED_LETTERS.sub(_joined, question)
+    if not question.isascii() and _SYMPTOM.search(question):
+        question = _SYMPTOM.sub(lambda m: f" {SYMPTOM_EMOJI[m.group()]} ", question)
     if _CAMEL_SEAM.search(question):
         question = _CAMEL_CASE.sub(_camel_apart, question)
     return question
 
 
 def _camel_apart(match: re.Match[str]) -> str:
-    """Words run together in CamelCase apart, when each is an everyday word of some language
-    ("MyKneeHurts" -> "My Knee Hurts"); a name that only looks so ("McDonalds") is kept."""
+    """Words run together in CamelCase apart, when each is an abbreviation, an everyday word of some
+    language or `MIN_CAMEL_WORD` letters long ("MyKneeHurts" -> "My Knee Hurts", "SoreCalf",
+    "ACLTear"); a name that only looks so ("McDonalds") is kept. A term is filed under both readings
+    (`filed_under`), so "CrossFit" in a policy still meets "crossfit"."""
     humps = _HUMP.findall(match.group())
     everyday = everyday_languages()
-    return " ".join(humps) if all(h.lower() in everyday for h in humps) else match.group()
+    apart = all(h.isupper() or len(h) >= MIN_CAMEL_WORD or h.lower() in everyday for h in humps)
+    return " ".join(humps) if apart else match.group()
 
 
 def _untagged(match: re.Match[str]) -> str:
@@ -113,7 +133,6 @@ def held_down(words: Sequence[str]) -> tuple[str, ...]:
     return tuple(unstretch(w, language) for w in words)
 
 
-_STRETCHED_END: Final = re.compile(r"([^\W\d_])\1{2,}$")
 STRETCHED: Final = re.compile(r"([^\W\d_])\1{2,}")
 
 
@@ -154,7 +173,11 @@ def collapse_runs(word: str) -> str:
     one letter and stands for two inside it ("feeeel" -> "feel"); no language writes a letter three
     times at the end of a word, and inside one only a compound's seam does ("Schifffahrt" reads as
     the older "Schiffahrt", on the term's side too). Digits are never touched ("1000")."""
-    return STRETCHED.sub(r"\1\1", _STRETCHED_END.sub(r"\1", word))
+    last = word[-1:]
+    if last.isalpha() and word.endswith(last * 3):
+        # found from the end: a pattern anchored there would try every letter of a long run as a start
+        word = word.rstrip(last) + last
+    return STRETCHED.sub(r"\1\1", word)
 
 
 _FANCY_NAME: Final = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z]{1,2})|(?:NEGATIVE )?(?:SQUARED|CIRCLED) LATIN CAPITAL LETTER ([A-Z])")
@@ -207,20 +230,24 @@ def digits_read(words: Sequence[str]) -> list[str]:
 
 @lru_cache(maxsize=100_000)
 def digit_reading(word: str) -> tuple[str, ...]:
-    """A word of letters with digits in it, as chat means it. Words run together around a number
-    are read apart when each run of letters is an everyday word of some language ("hurts4days" ->
-    hurts, 4, days; "week2" -> week, 2). Else digits typed for the letters they look like are read
-    as those letters when that makes an everyday English word, leetspeak being English ("p41n" ->
-    pain, "kn33" -> knee, "h3lp" -> help). Else the word is kept: a model name, a unit, Arabic
-    or Greek chat's digits for letters ("vo2max", "waja3", "ex8es")."""
+    """A word of letters with digits in it, as chat means it. Words run together around a number of
+    one or two digits are read apart when each run of letters is an everyday word of some language
+    ("hurts4days" -> hurts, 4, days; "week2" -> week, 2; not "day112", where 112 is a count, not an
+    emergency number). Else digits typed for the letters they look like are read as those letters
+    when that makes an everyday English word, leetspeak being English ("p41n" -> pain, "kn33" ->
+    knee, "h3lp" -> help); never one digit at the end, which is Arabic chat's letter ("wag3", pain,
+    is not "wage"). Else the word is kept: a model name, a unit, Arabic or Greek chat's digits for
+    letters ("vo2max", "waja3", "ex8es")."""
     runs = _RUNS.findall(word)
     everyday = everyday_languages()
     if runs[0][0].isdigit():
         return (word,)
     letters = runs[0::2]
-    if all(len(r) >= MIN_RUN_TOGETHER and r in everyday for r in letters):
+    if all(len(r) >= MIN_RUN_TOGETHER and r in everyday for r in letters) and all(len(r) <= 2 for r in runs[1::2]):
         return tuple(runs)
-    if all(d in _LEET for r in runs[1::2] for d in r) and sum(map(len, letters)) >= 2:
+    digits = runs[1::2]
+    arabic_chat = len(digits) == 1 and len(digits[0]) == 1 and len(runs) == 2  # "wag3", "waja3": one digit at the end
+    if not arabic_chat and all(d in _LEET for r in digits for d in r) and sum(map(len, letters)) >= 2:
         options = [_LEET.get(ch, ch) for ch in word]
         for reading in itertools.islice(itertools.product(*options), MAX_LEET_READINGS):
             read = "".join(reading)

@@ -6,10 +6,12 @@ plain question does, and a clinical one stays clinical."""
 from __future__ import annotations
 
 import pytest
+from engine_support import with_vocabulary
 
 from coachctx.engine.chat_text import unwrap
 from coachctx.engine.matching import clinical_terms_in
 from coachctx.engine.policy import Policy
+from coachctx.engine.routing import score
 from coachctx.engine.text import stem, stem_variants, tokenise
 
 
@@ -37,7 +39,7 @@ class TestUnwrap:
 
     @pytest.mark.parametrize("question", [
         "is 5 < 6 and 7 > 3 a good pace", "R&D; week", "salt &pepper; ok", "run 5k - \n then 10k", "a-\n1 split",
-        "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い", "waja3 ktir", "vo2max 5/10", "McDonalds or TrainingPeaks",
+        "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い", "waja3 ktir", "vo2max 5/10", "MRIs, PBs and McD",
     ], ids=["comparison", "ampersand", "unknown-reference", "dash-before-a-line", "dash-before-a-number",
             "two-letters", "a-number-between", "different-separators", "two-cjk-words", "arabic-chat-digit",
             "a-number-in-a-word", "names-in-camel-case"])
@@ -83,6 +85,32 @@ class TestFancyLettersAndDigits:
     def test_a_term_with_digits_meets_the_question_that_writes_it(self, policy: Policy) -> None:
         # terms are read by the same rules as questions, so a split term is a phrase the question has too
         assert clinical_terms_in("waja3 fi rukbati", policy)
+        assert clinical_terms_in("3ndi wag3 fi rjli", policy)
+
+    @pytest.mark.parametrize("question", [
+        "my wage is low, can i afford a coach", "Ich wage mich an einen Marathon", "day112 of my run streak",
+        "run streak day1177", "edge530 or fenix7?",
+    ], ids=["wage", "german-wage", "day-count", "day-count-4-digits", "model-names"])
+    def test_a_reading_of_digits_makes_no_everyday_question_clinical(self, question: str, policy: Policy) -> None:
+        # Arabic chat's "wag3" (pain) is not leetspeak for "wage"; a count on a word is not an emergency number
+        assert clinical_terms_in(question, policy) == []
+
+    def test_a_long_held_down_run_is_read_in_linear_time(self) -> None:
+        # the run's end was found by a pattern anchored at the word's end, tried from every letter
+        words = tokenise("no" + "o" * 20_000 + "pe " + "a" * 20_000 + "1").words
+        assert words[0].startswith("no") and len(words) == 2
+
+
+class TestCamelCaseTerms:
+    def test_a_term_with_capitals_inside_meets_every_way_a_question_writes_it(self, policy: Policy) -> None:
+        crossfit = with_vocabulary(policy, {"training": {"en": {"CrossFit": 1.0}}})
+        for question in ("crossfit tonight?", "CrossFit tonight?", "cross fit tonight?", "CROSSFIT tonight?"):
+            assert score(question, crossfit).matched["training"] == (("CrossFit", 1.0),), question
+
+    @pytest.mark.parametrize("emoji", ["\U0001f974", "\U0001f635", "\U0001f922", "\U0001f92e", "\U0001f605"])
+    def test_a_face_for_a_state_of_mind_reads_as_nothing(self, emoji: str) -> None:
+        # woozy, dizzy, nauseated and vomiting faces are jet lag, a hangover or a gel's taste as often as a symptom
+        assert tokenise(f"race in 4 days {emoji} what now").words == tokenise("race in 4 days what now").words
 
 
 class TestTypedSpellings:
@@ -127,10 +155,16 @@ class TestClinicalAsDelivered:
          "it hurts when i sprint"),
         ("ItHurts when i sprint, tempo today?", "it hurts when i sprint, tempo today?"),
         ("dolor4dias, entreno hoy?", "dolor 4 dias, entreno hoy?"),
+        ("SwollenAnkle before my race, tempo?", "swollen ankle before my race, tempo?"),
+        ("ACLTear, can i cycle?", "acl tear, can i cycle?"),
+        ("\U0001f915 after my run today, intervals?", "injured after my run today, intervals?"),
+        ("\U0001fa7c for 2 weeks, when can i run", "crutches for 2 weeks, when can i run"),
+        ("\U0001f912 should i run today", "fever should i run today"),
     ], ids=["html", "nbsp", "hyphenated", "danish-ascii", "norwegian-ascii", "persian-keyboard", "egyptian-yeh",
             "turkish-capitals", "korean-without-spaces", "korean-without-spaces-2", "cyrillic-look-alike-words",
             "spaced-japanese", "leet", "number-between-words", "small-capitals", "negative-squared", "camel-case",
-            "spanish-number-between-words"])
+            "spanish-number-between-words", "camel-case-not-everyday", "camel-case-abbreviation", "bandaged-face",
+            "crutch", "thermometer-face"])
     def test_a_clinical_question_stays_clinical(self, delivered: str, plain: str, policy: Policy) -> None:
         assert clinical_terms_in(plain, policy)
         assert clinical_terms_in(delivered, policy)

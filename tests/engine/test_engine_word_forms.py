@@ -19,7 +19,7 @@ class TestTypoTolerance:
     @pytest.fixture
     def typo(self, policy: Policy) -> Policy:
         return with_vocabulary(policy, {"training": {"en": {"marathon": 1.5, "interval": 1.0, "run": 1.0}},
-                                        "injury": {"en": {"hamstring": 1.0}, "ja": {"怪我": 1.5}},
+                                        "injury": {"en": {"hamstring": 1.0, "hurt": 1.0}, "ja": {"怪我": 1.5}},
                                         "recovery": {"ko": {"회복": 1.5}}})
 
     @pytest.mark.parametrize(("question", "intent", "term", "weight"), [
@@ -27,6 +27,7 @@ class TestTypoTolerance:
         ("intreval session tonight", "training", "interval (fuzzy: intreval)", 0.75),      # two letters swapped
         ("my hamstrnig is sore", "injury", "hamstring (fuzzy: hamstrnig)", 0.75),          # 9 letters
         ("my hmastrnig is sore", "injury", "hamstring (fuzzy: hmastrnig)", 0.75),          # 2 edits from 9
+        ("it hrut on the hills", "injury", "hurt (fuzzy: hrut)", 0.75),                    # 4 letters: a swap
     ])
     def test_a_misspelling_matches_at_three_quarters(self, typo: Policy, question: str, intent: str, term: str,
                                                      weight: float) -> None:
@@ -35,6 +36,8 @@ class TestTypoTolerance:
 
     @pytest.mark.parametrize("question", [
         "the rum was nice",          # 3 letters: no tolerance
+        "it htur on the hills",      # 4 letters: a swap only, not a letter moved two places
+        "it hur on the hills",       # 4 letters: no letter dropped
         "can i do the xaraton",      # the first letter differs
         "my hmastrnigg is sore",     # 3 edits
         "marathons",                 # stems to the term: an exact match, not a fuzzy one
@@ -48,7 +51,8 @@ class TestTypoTolerance:
         ({"nutrition": {"de": {"wiegen": 1.0}}}, "wegen dem Regen laufen?"),        # German "because of"
         ({"conditions": {"ru": {"скользко": 1.0}}}, "сколько бегать"),             # Russian "how much"
         ({"training": {"en": {"marathon": 1.5}}}, "el maraton"),                      # a word of its own elsewhere
-    ], ids=["en", "de", "ru", "es"])
+        ({"injury": {"en": {"pain": 1.0}}}, "pian on vuoro"),                          # Finnish "soon", a swap of "pain"
+    ], ids=["en", "de", "ru", "es", "fi-four-letters"])
     def test_an_everyday_word_is_never_read_as_a_misspelling(self, policy: Policy, vocabulary: dict[str, Any],
                                                              question: str) -> None:
         assert score(question, with_vocabulary(policy, vocabulary)).nothing_matched

@@ -118,7 +118,7 @@ def _typos(words: list[str], seed: int) -> list[str]:
 @pytest.mark.parametrize("which", [vocabulary_matcher, clinical_matcher])
 def test_a_misspelling_finds_what_searching_every_word_finds(policy: Policy, which: object) -> None:
     matcher: TermMatcher = which(policy)  # type: ignore[operator]
-    words = list(matcher.fuzzy)
+    words = [w for w in matcher.fuzzy if fuzzy_distance(w)]  # four-letter terms are read only by a swap
     sample = random.Random(4).sample(words, min(200, len(words)))
     found, windows = 0, {}
     for word in _typos(sample, 5) + _typos(_typos(sample[:60], 6), 7):

@@ -11,7 +11,7 @@ from typing import Final
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from coachctx.engine.common_words import common_words
+from coachctx.engine.common_words import common_words, everyday_languages
 from coachctx.engine.matching.language import read_as_false_friend
 from coachctx.engine.matching.stems import COMPOUNDING, MIN_HEAD, MIN_MODIFIER, part_stems
 from coachctx.engine.matching.terms import Term
@@ -48,8 +48,22 @@ def may_have_readings(word: str) -> bool:
         return False
     if script_of(word[0]) == "Arabic":
         return True
+    if len(word) == SWAPPED_LENGTH:
+        return may_be_swapped(word)
     return (fuzzy_distance(word) > 0 or len(word) >= MIN_HEAD + MIN_MODIFIER) and word.isalpha() \
         and word not in common_words()
+
+
+SWAPPED_LENGTH: Final = 4
+"""A word this long is too short for `fuzzy_distance`'s edits, but not for two letters typed the
+wrong way round ("pian", "hrut", "kene"): the commonest typo there is, and one that keeps every
+letter, so few everyday words are a swap from a term."""
+
+
+def may_be_swapped(word: str) -> bool:
+    """Whether a word of `SWAPPED_LENGTH` letters may be a term with two letters swapped: written
+    in an alphabet with written vowels, and no everyday word of any language ("form", "sore")."""
+    return word.isalpha() and script_of(word[0]) in FUZZY_SCRIPTS and word not in everyday_languages()
 
 
 def may_be_compound(word: str, singles: Mapping[str, frozenset[str]]) -> bool:
@@ -73,8 +87,8 @@ Reading = tuple[str, Term]
 
 class Readings:
     """One table's readings of unknown words, memoised per word. `stemmed` is the table's
-    algorithm -> stemmed phrase -> terms; `fuzzy` its single-word terms of spaced scripts (5+
-    letters) as written, in the table's order."""
+    algorithm -> stemmed phrase -> terms; `fuzzy` its single-word terms of spaced scripts (4+
+    letters; those of 4 only for `SWAPPED_LENGTH`'s swaps) as written, in the table's order."""
 
     def __init__(self, stemmed: Mapping[str, Mapping[tuple[str, ...], tuple[Term, ...]]],
                  fuzzy: Mapping[str, tuple[Term, ...]]) -> None:
@@ -169,14 +183,26 @@ class Readings:
             return cached
         near: tuple[Term, ...] = ()
         limit = fuzzy_distance(word)
-        if limit and word.isalpha() and word not in self.fuzzy and word not in common_words():
+        if len(word) == SWAPPED_LENGTH and word not in self.fuzzy and may_be_swapped(word):
+            near = self._swapped(word)
+        elif limit and word.isalpha() and word not in self.fuzzy and word not in common_words():
             best = self.closest(word, limit)
             if best is not None and fuzzy_distance(best[0]) >= best[1]:
-                near = tuple(Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6), e.language)
-                             for e in self.fuzzy[best[0]])
+                near = self._misspelt(word, best[0])
         if len(self._fuzzy_seen) < WORD_CACHE_LIMIT:
             self._fuzzy_seen[word] = near
         return near
+
+    def _misspelt(self, word: str, meant: str) -> tuple[Term, ...]:
+        return tuple(Term(e.label, f"{e.term} (fuzzy: {word})", round(e.weight * FUZZY_FACTOR, 6), e.language)
+                     for e in self.fuzzy[meant])
+
+    def _swapped(self, word: str) -> tuple[Term, ...]:
+        """The terms a word of `SWAPPED_LENGTH` letters stands for with two neighbouring letters
+        swapped back, the earliest in the table's order when two swaps make terms."""
+        swaps = (word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1))
+        meant = [w for w in swaps if w in self.fuzzy and w != word]
+        return self._misspelt(word, min(meant, key=self._index()[0].__getitem__)) if meant else ()
 
     def closest(self, word: str, limit: int) -> tuple[str, int] | None:
         """The fuzzy word a misspelling stands for: the nearest within `limit` edits (optimal string
@@ -203,7 +229,7 @@ class Readings:
         window = self._windows.get(key)
         if window is None:
             words = self._index()[2].get(first, ()) if first else self.fuzzy
-            window = self._windows[key] = [w for w in words if abs(len(w) - length) <= limit]
+            window = self._windows[key] = [w for w in words if abs(len(w) - length) <= limit and fuzzy_distance(w)]
         return window
 
     def _index(self) -> tuple[dict[str, int], dict[str, list[str]], dict[str, list[str]]]:
@@ -213,6 +239,8 @@ class Readings:
         if not positions and self.fuzzy:
             positions.update({w: i for i, w in enumerate(self.fuzzy)})
             for w in positions:
+                if not fuzzy_distance(w):
+                    continue  # a word only a swap reads (`SWAPPED_LENGTH`) is no other edit's answer
                 tails.setdefault(w[1:], []).append(w)
                 by_first.setdefault(w[0], []).append(w)
         return positions, tails, by_first

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coachctx.engine.matching.find import PhraseStarts, find_terms
-from coachctx.engine.matching.readings import Readings, fuzzy_distance
+from coachctx.engine.matching.readings import FUZZY_SCRIPTS, SWAPPED_LENGTH, Readings, fuzzy_distance
 from coachctx.engine.matching.terms import Term, filed_under, term_matching
-from coachctx.engine.text import Tokens, tokenise
+from coachctx.engine.text import Tokens, script_of, tokenise
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ class TermMatcher:
     fingerprint: str
     """Content hash of the compiled table: equal tables share their results on one question."""
     fuzzy: Mapping[str, tuple[Term, ...]] = field(default_factory=dict)
-    """Single-word terms of spaced scripts (5+ letters) as written, for typo-tolerant matching; never
-    Han/Kana substrings or Hangul prefixes."""
+    """Single-word terms of spaced scripts (5+ letters, and 4 for a swap of two letters) as written,
+    for typo-tolerant matching; never Han/Kana substrings or Hangul prefixes."""
     # Indexes and per-word memos over the fields above, built in __post_init__ so that every way of
     # making a matcher (compile, with_term, without_term) gets them.
     starts: PhraseStarts = field(init=False, compare=False, repr=False)
@@ -76,7 +76,8 @@ class TermMatcher:
                     filed = filed_under(term, language)
                     if filed and filed[0][0] == "stemmed" and len(filed[0][2]) == 1:
                         word = tokenise(term_matching(term, language)[0]).words[0]
-                        if fuzzy_distance(word) and word.isalpha():
+                        if (fuzzy_distance(word) or len(word) == SWAPPED_LENGTH and script_of(word[0]) in FUZZY_SCRIPTS) \
+                                and word.isalpha():
                             fuzzy.setdefault(word, []).append(entry)
                     for kind, algorithm, phrase in filed:
                         if kind == "substring":

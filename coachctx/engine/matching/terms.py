@@ -52,6 +52,11 @@ def filed_under(term: str, language: str) -> tuple[Filed, ...]:
     prefix, and every accent variant of its stemmed phrase otherwise."""
     text, mode = term_matching(term, language)
     words = tokenise(text)
+    if mode not in ("substring", "prefix") and tokenise(text.lower()).words != words.words:
+        # a term with capitals inside ("CrossFit") is read apart, as a question writing it so is; a
+        # question writing it in lower case ("crossfit") meets it as one word
+        joined = tokenise(text.lower()).words
+        return tuple(("stemmed", mode, phrase) for ws in (words.words, joined) for phrase in _phrases(ws, mode))
     if mode == "substring":
         key = words.unspaced or words.text.strip()
         return (("substring", mode, (key,)),) if key else ()
@@ -59,8 +64,11 @@ def filed_under(term: str, language: str) -> tuple[Filed, ...]:
         return (("prefix", mode, (words.words[0],)),)
     if not words.words:
         return ()  # Han or Kana alone under a spaced script: nothing to file (a policy refuses it)
-    return tuple(("stemmed", mode, phrase) for phrase in itertools.product(*(sorted(_keys(w, mode))
-                                                                             for w in words.words[:MAX_PHRASE_WORDS])))
+    return tuple(("stemmed", mode, phrase) for phrase in _phrases(words.words, mode))
+
+
+def _phrases(words: tuple[str, ...], mode: str) -> list[tuple[str, ...]]:
+    return list(itertools.product(*(sorted(_keys(w, mode)) for w in words[:MAX_PHRASE_WORDS])))
 
 
 @lru_cache(maxsize=100_000)
