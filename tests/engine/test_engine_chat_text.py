@@ -160,11 +160,13 @@ class TestClinicalAsDelivered:
         ("\U0001f915 after my run today, intervals?", "injured after my run today, intervals?"),
         ("\U0001fa7c for 2 weeks, when can i run", "crutches for 2 weeks, when can i run"),
         ("\U0001f912 should i run today", "fever should i run today"),
+        ("무릎이너무아파요", "무릎이 너무 아파요"),
+        ("어제부터계속아파요 오늘 뛰어도 돼?", "어제부터 계속 아파요 오늘 뛰어도 돼?"),
     ], ids=["html", "nbsp", "hyphenated", "danish-ascii", "norwegian-ascii", "persian-keyboard", "egyptian-yeh",
             "turkish-capitals", "korean-without-spaces", "korean-without-spaces-2", "cyrillic-look-alike-words",
             "spaced-japanese", "leet", "number-between-words", "small-capitals", "negative-squared", "camel-case",
             "spanish-number-between-words", "camel-case-not-everyday", "camel-case-abbreviation", "bandaged-face",
-            "crutch", "thermometer-face"])
+            "crutch", "thermometer-face", "korean-after-an-adverb", "korean-after-an-adverb-2"])
     def test_a_clinical_question_stays_clinical(self, delivered: str, plain: str, policy: Policy) -> None:
         assert clinical_terms_in(plain, policy)
         assert clinical_terms_in(delivered, policy)

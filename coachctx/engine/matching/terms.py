@@ -78,18 +78,22 @@ def written(term: str, language: str) -> tuple[str, ...]:
 
 
 KOREAN_WORD_ENDS: Final = frozenset("이가을를은는에도서고요의로와과랑만데면며")  # particles and endings
+KOREAN_ADVERBS: Final = ("너무", "정말", "진짜", "계속", "많이", "엄청", "완전", "되게", "조금", "약간", "자꾸", "아직",
+                         "갑자기", "살짝", "심하게", "넘")
+"""Adverbs chat writes onto the next word ("너무아파요", "계속아파요"): a term may begin right after one."""
 
 
 def prefix_terms(matcher: TermMatcher, word: str) -> tuple[Term, ...]:
     """The Hangul prefix terms of the table a word begins with, shortest first; then those of two
-    syllables or more that begin inside it after a particle or ending: chat runs Korean words
-    together ("허리가아파요": 아파 after 가), but 커피를 (coffee) holds 피를 (blood) elsewhere."""
+    syllables or more that begin inside it after a particle, an ending or a common adverb: chat runs
+    Korean words together ("허리가아파요": 아파 after 가; "무릎이너무아파요": after 너무), but 커피를
+    (coffee) holds 피를 (blood) elsewhere."""
     inside = matcher.hangul_firsts
     if word[:1] not in matcher.prefix_firsts and inside.isdisjoint(word):
         return ()  # no prefix term starts with any of the word's letters: most words
     index, longest = matcher.prefix_index, matcher.longest_prefix
     found = [entry for k in range(1, min(len(word), longest) + 1) for entry in index.get(word[:k], ())]
     for i in range(1, len(word) - 1):
-        if word[i] in inside and word[i - 1] in KOREAN_WORD_ENDS:
+        if word[i] in inside and (word[i - 1] in KOREAN_WORD_ENDS or word[:i].endswith(KOREAN_ADVERBS)):
             found += [entry for k in range(2, min(len(word) - i, longest) + 1) for entry in index.get(word[i:i + k], ())]
     return tuple(found)
