@@ -17,6 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import grow
+from bench.chat_clinical import ChatClinical, measure_chat_clinical
 from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
 from bench.measure import (
@@ -124,6 +125,7 @@ class Results:
     app: AppResult
     server: AppResult
     budget: list[BudgetRow]
+    chat: ChatClinical
 
 
 def measure_all(scale: float, step: Callable[[str], None]) -> Results:
@@ -144,6 +146,8 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
     by_language = {lang: ([d for d in decided["test"] if d.lang == lang],
                           baseline_median([r for r in halves["test"] if r.lang == lang], recorded))
                    for lang in sorted({r.lang for r in halves["test"]})}
+    step("quality: the chat-style clinical set")
+    chat = measure_chat_clinical(policy)
     step("suggest: learn from the corpus tune half, starting from a thinned policy")
     learned = measure_suggest(policy, bundles)
     step("speed: pipeline")
@@ -159,7 +163,7 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
     step("budget")
     budget = measure_budget(rows, bundles, policy)
     return Results(policy, rows, bundles, tokens, growth, quality, decided, baselines, by_language, learned,
-                   pipeline, impact, app, server, budget)
+                   pipeline, impact, app, server, budget, chat)
 
 
 def summary_rows(r: Results) -> list[list[str]]:
@@ -185,6 +189,9 @@ def summary_rows(r: Results) -> list[list[str]]:
         *([f"corpus {split} half: route accuracy / needs recall / in-domain matching nothing",
            f"{pct(c['route_accuracy'])} / {pct(c['needs_recall'])} / {pct(c['matched_nothing_in_domain'])}"]
           for split in ("test", "tune") for c in [corpus_summary(r.decided[split])]),
+        ["chat-style clinical set: read as clinical / keeps readiness_injury / everyday read as clinical",
+         f"{pct(r.chat.share('read', 'clinical'))} / {pct(r.chat.share('kept', 'clinical'))} / "
+         f"{pct(r.chat.share('false_clinical', 'everyday'))}"],
         ["thinned policy: test-half accuracy gap recovered by learning on tune",
          f"{pct(learned.recovered('test'))} ({pct(learned.figure('test', 'thinned', 'route_accuracy'))} -> "
          f"{pct(learned.figure('test', 'learned', 'route_accuracy'))}; full "

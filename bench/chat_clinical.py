@@ -1,0 +1,92 @@
+"""The chat-style clinical set (`corpus/chat_clinical.yaml`): how often a message typed the way
+athletes chat is read as clinical when it reports pain, an injury, an illness or medical care, and
+keeps `readiness_injury` in the prompt; how often an everyday message is read so.
+
+    python -m bench.chat_clinical [--misses]
+
+Written by a helper session that never saw the policy, its vocabulary, the other corpora or the
+code (the file's header says how), 15 messages in each of the 22 policy languages, two thirds
+clinical. It is only measured: no term was chosen by reading it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import yaml
+
+from bench.corpus import CORPUS
+from bench.workload import sample_bundles
+from coachctx.engine.matching import clinical_terms_in
+from coachctx.engine.pipeline import select
+from coachctx.engine.policy import Policy, load_policy
+
+CHAT_CLINICAL: Final = CORPUS / "chat_clinical.yaml"
+
+
+@dataclass(frozen=True)
+class Message:
+    q: str
+    lang: str
+    clinical: bool
+
+
+def messages() -> list[Message]:
+    rows = yaml.safe_load(CHAT_CLINICAL.read_text(encoding="utf-8"))["questions"]
+    return [Message(str(r["q"]), str(r["lang"]), bool(r["clinical"])) for r in rows]
+
+
+@dataclass(frozen=True)
+class ChatClinical:
+    """Counts per language: clinical messages, those read as clinical and those keeping
+    `readiness_injury` (free tier, athlete maya); everyday messages, those read as clinical."""
+
+    counts: dict[str, Counter[str]]
+    misses: list[Message]
+
+    def share(self, key: str, of: str, language: str | None = None) -> float:
+        counts = self.counts[language] if language else sum(self.counts.values(), Counter())
+        return counts[key] / counts[of] if counts[of] else 1.0
+
+
+def measure_chat_clinical(policy: Policy) -> ChatClinical:
+    bundle = sample_bundles()["maya"]
+    counts: dict[str, Counter[str]] = {}
+    misses = []
+    for m in messages():
+        read = bool(clinical_terms_in(m.q, policy))
+        c = counts.setdefault(m.lang, Counter())
+        if m.clinical:
+            kept = "readiness_injury" in select(m.q, bundle, policy, tier="free").selected
+            c.update(clinical=1, read=read, kept=kept)
+            if not kept:
+                misses.append(m)
+        else:
+            c.update(everyday=1, false_clinical=read)
+    return ChatClinical(counts, misses)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--misses", action="store_true", help="print the clinical messages that lose readiness_injury")
+    args = parser.parse_args(argv)
+    found = measure_chat_clinical(load_policy())
+    for language in sorted(found.counts):
+        print(f"{language}  read as clinical {found.share('read', 'clinical', language):6.1%}  "
+              f"keeps readiness_injury {found.share('kept', 'clinical', language):6.1%}  "
+              f"everyday read as clinical {found.share('false_clinical', 'everyday', language):6.1%}")
+    print(f"all read as clinical {found.share('read', 'clinical'):6.1%}  keeps readiness_injury "
+          f"{found.share('kept', 'clinical'):6.1%}  everyday read as clinical {found.share('false_clinical', 'everyday'):6.1%}")
+    if args.misses:
+        for m in found.misses:
+            print(f"  {m.lang}  {m.q}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

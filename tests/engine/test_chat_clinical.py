@@ -1,0 +1,52 @@
+"""The chat-style clinical set (corpus/chat_clinical.yaml): messages typed the way athletes chat, in
+the 22 policy languages, labelled clinical when they report pain, an injury, an illness or medical
+care. Written by a helper session that never saw the policy, its vocabulary or the code; only
+measured (`python -m bench.chat_clinical`), so the floors below say how the vocabulary does where
+nobody tuned it.
+
+Measured on 2026-12-07 before any term was added for it: 67.7% of the clinical messages read as
+clinical, 81.8% kept `readiness_injury` (a body part often routes the rest to injury), 5.5% of the
+everyday ones read as clinical. After that day's clinical-term additions (written by another helper
+from the policy and its own knowledge of chat in each language, never shown this set): 77.3%,
+88.2%, 5.5%. Floors there; only ever raised (and the false share only ever lowered)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from bench.chat_clinical import ChatClinical, measure_chat_clinical, messages
+from coachctx.engine.policy import LANGUAGES, Policy
+
+MIN_READ_AS_CLINICAL = 0.77
+MIN_KEEPS_READINESS_INJURY = 0.88
+MAX_EVERYDAY_READ_AS_CLINICAL = 0.06
+MIN_KEEPS_PER_LANGUAGE = 0.7
+"""No language far behind the rest (Arabic, the lowest, was at 70% when the floors were set)."""
+
+
+@pytest.fixture(scope="module")
+def measured(policy: Policy) -> ChatClinical:
+    return measure_chat_clinical(policy)
+
+
+def test_the_set_covers_every_spaced_and_unspaced_policy_language() -> None:
+    per_language = Counter(m.lang for m in messages())
+    assert set(per_language) == set(LANGUAGES)
+    assert min(per_language.values()) >= 15
+    assert sum(m.clinical for m in messages()) >= 200
+
+
+def test_a_clinical_chat_message_is_read_as_clinical(measured: ChatClinical) -> None:
+    assert measured.share("read", "clinical") >= MIN_READ_AS_CLINICAL
+
+
+def test_a_clinical_chat_message_keeps_the_injury_signal(measured: ChatClinical) -> None:
+    assert measured.share("kept", "clinical") >= MIN_KEEPS_READINESS_INJURY
+    worst = min(measured.counts, key=lambda lang: measured.share("kept", "clinical", lang))
+    assert measured.share("kept", "clinical", worst) >= MIN_KEEPS_PER_LANGUAGE, worst
+
+
+def test_an_everyday_chat_message_is_rarely_read_as_clinical(measured: ChatClinical) -> None:
+    assert measured.share("false_clinical", "everyday") <= MAX_EVERYDAY_READ_AS_CLINICAL
