@@ -1,7 +1,7 @@
 """The chat-style clinical set (corpus/chat_clinical.yaml): messages typed the way athletes chat, in
 the 22 policy languages, labelled clinical when they report pain, an injury, an illness or medical
-care. Written by a helper session that never saw the policy, its vocabulary or the code; only
-measured (`python -m bench.chat_clinical`), so the floors below say how the vocabulary does where
+care. Written by a helper session that never saw the policy, its vocabulary or the code, labelled
+again by a second one from the messages alone (they agree on every message); only measured (`python -m bench.chat_clinical`), so the floors below say how the vocabulary does where
 nobody tuned it.
 
 Measured on 2026-12-07 before any term was added for it: 67.7% of the clinical messages read as
@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+import yaml
 
-from bench.chat_clinical import ChatClinical, measure_chat_clinical, messages
+from bench.chat_clinical import CHAT_CLINICAL, ChatClinical, measure_chat_clinical, messages
 from coachctx.engine.policy import LANGUAGES, Policy
 
 MIN_READ_AS_CLINICAL = 0.77
@@ -36,6 +37,12 @@ def test_the_set_covers_every_spaced_and_unspaced_policy_language() -> None:
     assert set(per_language) == set(LANGUAGES)
     assert min(per_language.values()) >= 15
     assert sum(m.clinical for m in messages()) >= 200
+
+
+def test_a_second_labeller_gave_every_message_the_same_label() -> None:
+    second = yaml.safe_load((CHAT_CLINICAL.parent / "raw" / "chat_clinical_second_labels.yaml").read_text(encoding="utf-8"))
+    by_id = {e["id"]: bool(e["clinical"]) for e in second["labels"]}
+    assert [by_id[i] for i in range(len(messages()))] == [m.clinical for m in messages()]
 
 
 def test_a_clinical_chat_message_is_read_as_clinical(measured: ChatClinical) -> None:
