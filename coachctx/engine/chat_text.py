@@ -180,10 +180,12 @@ def collapse_runs(word: str) -> str:
     return STRETCHED.sub(r"\1\1", word)
 
 
-_FANCY_NAME: Final = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z]{1,2})|(?:NEGATIVE )?(?:SQUARED|CIRCLED) LATIN CAPITAL LETTER ([A-Z])")
-_FANCY_BLOCKS: Final = ((0x0250, 0x02B0), (0x1D00, 0x1D80), (0xA720, 0xA800), (0x1F100, 0x1F200))
-"""IPA, phonetic extensions, Latin extended-D and the enclosed alphanumeric supplement: where the
-small capitals and boxed letters of "fancy text" generators live."""
+_FANCY_NAME: Final = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z]{1,2})"
+                                r"|(?:NEGATIVE SQUARED|NEGATIVE CIRCLED|SQUARED|CIRCLED|PARENTHESIZED) LATIN"
+                                r" (?:CAPITAL|SMALL) LETTER ([A-Z])")
+_FANCY_BLOCKS: Final = ((0x0250, 0x02B0), (0x1D00, 0x1D80), (0x2460, 0x2500), (0xA720, 0xA800), (0x1F100, 0x1F200))
+"""IPA, phonetic extensions, the enclosed alphanumerics and their supplement, Latin extended-D:
+where the small capitals, boxed and parenthesised letters of "fancy text" generators live."""
 
 
 def _fancy_letters() -> dict[int, str]:
@@ -197,9 +199,10 @@ def _fancy_letters() -> dict[int, str]:
 
 
 FANCY_LETTERS: Final = _fancy_letters()
-"""Letters "fancy text" writes that NFKC leaves alone, as the plain letters they show: small capitals
-("ᴋɴᴇᴇ ʜᴜʀᴛꜱ") and letters in a black square or circle ("🅺🅽🅴🅴", "🅐"). NFKC already reads the
-others (bold, italic, script and double-struck letters, circled and full-width ones)."""
+"""Letters "fancy text" writes that NFKC leaves alone or reads apart, as the plain letters they show:
+small capitals ("ᴋɴᴇᴇ ʜᴜʀᴛꜱ"), letters in a black square or circle ("🅺🅽🅴🅴", "🅐"), letters in
+parentheses ("⒫⒜⒤⒩", which NFKC makes "(p)(a)(i)(n)"). Read before NFKC, which reads the others
+(bold, italic, script and double-struck letters, full-width ones)."""
 _FANCY: Final = re.compile("[" + "".join(f"{chr(begin)}-{chr(end - 1)}" for begin, end in _FANCY_BLOCKS) + "]")
 """A character of the blocks `FANCY_LETTERS` is drawn from: four ranges are checked far faster than
 its hundred-odd characters."""

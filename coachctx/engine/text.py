@@ -70,20 +70,21 @@ _OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
 """A decimal digit of another script than ASCII: `\\d` is Unicode category Nd, as `str.isdecimal`."""
 
 
-_IGNORABLE: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u034f\u115f\u1160\u17b4\u17b5"
+_IGNORABLE: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u0332\u0333\u0334-\u0338\u034f\u115f\u1160\u17b4\u17b5"
                                "\u180b-\u180f\u2065\u3164\ufdd0-\ufdef\ufe00-\ufe0f\uffa0\ufff0-\ufff8\ufffe\uffff"
                                "\U000e0000-\U000e0fff" + "".join(f"{chr(p + 0xfffe)}{chr(p + 0xffff)}"
                                                                  for p in range(0x10000, 0x110000, 0x10000)) + "]")
 """Characters shown as nothing that are not format characters (Cf): Unicode's other
 default-ignorables (variation selectors, "pain\ufe0f"; the combining grapheme joiner; Hangul
 fillers; Mongolian and Khmer invisible signs; the unassigned ones kept for more), noncharacters,
-and control characters other than line breaks and tabs. A word written with one is the word."""
+and control characters other than line breaks and tabs; and the combining lines "fancy text" draws
+through or under each letter ("p̶a̶i̶n̶", "p̲a̲i̲n̲"). A word written with one is the word."""
 
 
 def normalise(text: str) -> str:
     """NFKC, "fancy text" letters as plain ones, casefold, invisible characters (ZWJ, RTL marks,
     BOM, variation selectors) removed, digits of every script as 0-9."""
-    text = plain_letters(unicodedata.normalize("NFKC", text))
+    text = unicodedata.normalize("NFKC", plain_letters(text))
     if not text.isprintable():  # every Cf, Cs and Co character is unprintable: most text skips the walk
         text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cs", "Co"))
     text = _IGNORABLE.sub("", text)

@@ -64,13 +64,17 @@ class TestFancyLettersAndDigits:
         ("\U0001f17a\U0001f17d\U0001f174\U0001f174 pain", "knee pain"),
         ("\U0001f150\U0001f152\U0001f157\U0001f154 again", "ache again"),
         ("\u24da\u24dd\u24d4\u24d4 hurts", "knee hurts"),
+        ("\u24ab\u249c\u24a4\u24a9 today", "pain today"),
+        ("p\u0336a\u0336i\u0336n\u0336 today", "pain today"),
+        ("p\u0332a\u0332i\u0332n\u0332 today", "pain today"),
         ("so much p41n", "so much pain"),
         ("KN33 hurts", "knee hurts"),
         ("h3lp, k1ll1ng me", "help, killing me"),
         ("it hurts4days", "it hurts 4 days"),
         ("week2 of the plan", "week 2 of the plan"),
         ("Ｐ４１Ｎ today", "pain today"),
-    ], ids=["bold", "small-capitals", "negative-squared", "negative-circled", "circled", "leet", "leet-capitals",
+    ], ids=["bold", "small-capitals", "negative-squared", "negative-circled", "circled", "parenthesized",
+            "struck-through", "underlined", "leet", "leet-capitals",
             "leet-ones", "number-between-words", "number-after-a-word", "full-width-leet"])
     def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
         assert tokenise(delivered).words == tokenise(plain).words
