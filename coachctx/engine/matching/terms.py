@@ -52,10 +52,10 @@ def filed_under(term: str, language: str) -> tuple[Filed, ...]:
     prefix, and every accent variant of its stemmed phrase otherwise."""
     text, mode = term_matching(term, language)
     words = tokenise(text)
-    if mode not in ("substring", "prefix") and tokenise(text.lower()).words != words.words:
+    joined = tokenise(text.lower()).words if mode not in ("substring", "prefix") and text != text.lower() else ()
+    if joined and joined != words.words:
         # a term with capitals inside ("CrossFit") is read apart, as a question writing it so is; a
         # question writing it in lower case ("crossfit") meets it as one word
-        joined = tokenise(text.lower()).words
         return tuple(("stemmed", mode, phrase) for ws in (words.words, joined) for phrase in _phrases(ws, mode))
     if mode == "substring":
         key = words.unspaced or words.text.strip()
