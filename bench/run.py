@@ -189,9 +189,9 @@ def summary_rows(r: Results) -> list[list[str]]:
         *([f"corpus {split} half: route accuracy / needs recall / in-domain matching nothing",
            f"{pct(c['route_accuracy'])} / {pct(c['needs_recall'])} / {pct(c['matched_nothing_in_domain'])}"]
           for split in ("test", "tune") for c in [corpus_summary(r.decided[split])]),
-        ["chat-style clinical set: read as clinical / keeps readiness_injury / everyday read as clinical",
-         f"{pct(r.chat.share('read', 'clinical'))} / {pct(r.chat.share('kept', 'clinical'))} / "
-         f"{pct(r.chat.share('false_clinical', 'everyday'))}"],
+        ["chat-style clinical set: read as clinical / keeps readiness_injury / everyday read as clinical "
+         "(hard everyday set)", f"{pct(r.chat.share('read', 'clinical'))} / {pct(r.chat.share('kept', 'clinical'))} / "
+         f"{pct(r.chat.share('false_clinical', 'everyday'))} ({pct(r.chat.hard_everyday)})"],
         ["thinned policy: test-half accuracy gap recovered by learning on tune",
          f"{pct(learned.recovered('test'))} ({pct(learned.figure('test', 'thinned', 'route_accuracy'))} -> "
          f"{pct(learned.figure('test', 'learned', 'route_accuracy'))}; full "

@@ -8,7 +8,8 @@ Measured on 2026-12-07 before any term was added for it: 67.7% of the clinical m
 clinical, 81.8% kept `readiness_injury` (a body part often routes the rest to injury), 5.5% of the
 everyday ones read as clinical. After that day's clinical-term additions (written by another helper
 from the policy and its own knowledge of chat in each language, never shown this set): 77.3%,
-88.2%, 5.5%. Floors there; only ever raised (and the false share only ever lowered)."""
+88.2%, 5.5% (2.7% once three terms that stem onto English words, "lege" -> leg, were matched only
+as written). Floors there; only ever raised (and the false share only ever lowered)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,22 @@ from collections import Counter
 import pytest
 import yaml
 
-from bench.chat_clinical import CHAT_CLINICAL, ChatClinical, measure_chat_clinical, messages
+from bench.chat_clinical import (
+    CHAT_CLINICAL,
+    CHAT_EVERYDAY,
+    ChatClinical,
+    measure_chat_clinical,
+    messages,
+)
 from coachctx.engine.policy import LANGUAGES, Policy
 
 MIN_READ_AS_CLINICAL = 0.77
 MIN_KEEPS_READINESS_INJURY = 0.88
-MAX_EVERYDAY_READ_AS_CLINICAL = 0.06
+MAX_EVERYDAY_READ_AS_CLINICAL = 0.03
+MAX_HARD_EVERYDAY_READ_AS_CLINICAL = 0.16
+"""corpus/chat_everyday.yaml: 14.5% before the added terms, 16.8% after, 15.9% once its false
+friends were matched only as written (it is tuning data since). Hospital shifts and figurative pain
+are most of it: "hospital" is a clinical term on purpose."""
 MIN_KEEPS_PER_LANGUAGE = 0.7
 """No language far behind the rest (Arabic, the lowest, was at 70% when the floors were set)."""
 
@@ -57,3 +68,8 @@ def test_a_clinical_chat_message_keeps_the_injury_signal(measured: ChatClinical)
 
 def test_an_everyday_chat_message_is_rarely_read_as_clinical(measured: ChatClinical) -> None:
     assert measured.share("false_clinical", "everyday") <= MAX_EVERYDAY_READ_AS_CLINICAL
+
+
+def test_a_hard_everyday_message_is_rarely_read_as_clinical(measured: ChatClinical) -> None:
+    assert {m.clinical for m in messages(CHAT_EVERYDAY)} == {False}
+    assert measured.hard_everyday <= MAX_HARD_EVERYDAY_READ_AS_CLINICAL
