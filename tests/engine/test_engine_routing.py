@@ -80,6 +80,14 @@ class TestScore:
         q = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"no": {"trene": 1.0}}})
         assert score("kan jeg stadig trene i dag", q).scores["training"] == 1.0
 
+    def test_an_english_word_in_another_languages_question_is_not_a_third_languages_term(
+            self, policy: Policy) -> None:
+        # chat in every language runs English words through it: Hinglish "tired af bhai" is not Spanish
+        # "tirada"; in a Spanish question the Spanish word still is
+        p = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"es": {"tirada": 1.0}, "hi": {"run karu": 1.0}}})
+        assert score("tired af bhai, run karu?", p).matched["training"] == (("run karu", 1.0),)
+        assert score("mañana hago una tirada larga", p).matched["training"] == (("tirada", 1.0),)
+
     def test_an_exact_term_matches_the_word_as_written_not_its_stem(self, policy: Policy) -> None:
         # Italian "allenamento" stems to "allen", which is also German "allen" (all)
         stemmed = with_vocabulary(policy, {**MINI_VOCABULARY, "training": {"it": {"allenamento": 1.0}}})

@@ -11,6 +11,7 @@ from coachctx.engine.common_words import everyday_languages, question_language
 from coachctx.engine.matching.terms import Term, written
 from coachctx.engine.text import Tokens
 
+ENGLISH: Final = "en"
 LANGUAGE_FAMILIES: Final = ({"es", "pt", "it", "fr"}, {"sv", "da", "no"}, {"de", "nl"})
 """Languages close enough that a shared word usually means the same thing (Italian "recupero",
 Spanish "recuperar"): their terms stay readable in each other's questions."""
@@ -44,7 +45,11 @@ def read_as_false_friend(entry: Term, tokens: Tokens, matched: Sequence[str]) ->
         if not langs or entry.language in langs:
             return False
     own = language_of(tokens)
-    return own is not None and false_friend(entry, own, matched)
+    if own is not None and false_friend(entry, own, matched):
+        return True
+    # English words run through chat in every language ("tired af bhai, run karu?"): an everyday
+    # English word is not another language's term in a question of any language
+    return own != ENGLISH and false_friend(entry, ENGLISH, matched)
 
 
 def language_of(tokens: Tokens) -> str | None:
