@@ -9,7 +9,8 @@ clinical, 81.8% kept `readiness_injury` (a body part often routes the rest to in
 everyday ones read as clinical. After that day's clinical-term additions (written by another helper
 from the policy and its own knowledge of chat in each language, never shown this set): 77.3%,
 88.2%, 5.5% (2.7% once three terms that stem onto English words, "lege" -> leg, were matched only
-as written). Floors there; only ever raised (and the false share only ever lowered)."""
+as written); 80.9%, 88.6%, 2.7% after a second round of 149 terms for the six languages that read
+the fewest (ar, ja, pl, tr, vi, no; another helper, also never shown the set). Floors there; only ever raised (and the false share only ever lowered)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from bench.chat_clinical import (
 )
 from coachctx.engine.policy import LANGUAGES, Policy
 
-MIN_READ_AS_CLINICAL = 0.77
+MIN_READ_AS_CLINICAL = 0.80
 MIN_KEEPS_READINESS_INJURY = 0.88
 MAX_EVERYDAY_READ_AS_CLINICAL = 0.03
 MAX_HARD_EVERYDAY_READ_AS_CLINICAL = 0.16
