@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final
 
-from coachctx.engine.common_words import common_words, everyday_languages, question_language
+from coachctx.engine.common_words import everyday_languages, is_everyday, question_language
 
 _TAG: Final = re.compile(r"<!--.*?-->|</?([a-zA-Z][a-zA-Z0-9]{0,15})(?:\s[^<>]{0,200})?/?>", re.DOTALL)
 """An HTML tag (`<b>`, `</span>`, `<a href="...">`, `<br/>`) or comment: chat apps and pasted mail wrap words in them."""
@@ -116,8 +116,7 @@ def _rejoined(question: str) -> str:
         assert rest is not None  # the pattern looks ahead for a letter
         first, after = question[begin:hyphen.start()], rest.group()
         joined = (first + after).casefold()
-        everyday = joined in everyday_languages() or joined in common_words()
-        pieces += (question[kept:begin], first + after if everyday else f"{first}-{after}")
+        pieces += (question[kept:begin], first + after if is_everyday(joined) else f"{first}-{after}")
         kept = rest.end()
     return "".join(pieces) + question[kept:]
 
@@ -161,7 +160,7 @@ def unstretch(word: str, language: str | None = None) -> str:
         found = next((r for r in readings if language in everyday.get(r, ())), None)
         if found is not None:
             return found
-    return next((r for r in readings if r in everyday or r in common_words()), readings[-1])
+    return next((r for r in readings if is_everyday(r)), readings[-1])
 
 
 MAX_STRETCHED_RUNS: Final = 4

@@ -52,6 +52,11 @@ def everyday_languages() -> Mapping[str, Mapping[str, float]]:
     return languages
 
 
+def is_everyday(word: str) -> bool:
+    """Whether the word is among some language's everyday words or its longer common ones."""
+    return word in everyday_languages() or word in common_words()
+
+
 def question_language(words: Sequence[str]) -> str | None:
     """The language the question's everyday words most likely come from: each word votes for every
     language whose commonest words hold it, more strongly the commoner it is there (word lists

@@ -222,10 +222,7 @@ def _rare_ascii(text: str, words: list[str]) -> list[str]:
         words = [w[:MAX_TOKEN_CHARS] for w in held_down(words)]
     elif _LONG_ASCII_WORD.search(text):
         words = [w[:MAX_TOKEN_CHARS] for w in words]
-    return digits_read(words) if _ASCII_DIGIT_AFTER_LETTER.search(text) else words
-
-
-_ASCII_DIGIT_AFTER_LETTER: Final = re.compile(r"[a-z][0-9]")
+    return digits_read(words) if LETTER_THEN_DIGIT.search(text) else words
 
 
 def _latin_look_alikes(words: Sequence[str]) -> list[str]:
