@@ -1,5 +1,6 @@
 """Write `coachctx/data/common_words.txt.gz`, the everyday words typo matching must never read as a
-misspelling of a vocabulary term, and `function_words.txt.gz`, the words no term is made of.
+misspelling of a vocabulary term, `function_words.txt.gz`, the words no term is made of, and
+`glued_words.txt.gz`, the English words a word run together is read apart into.
 
     python -m bench.common_words [--check]
 
@@ -22,7 +23,13 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 from coachctx.engine.chat_text import collapse_runs
-from coachctx.engine.common_words import COMMON_WORDS_FILE, EVERYDAY_WORDS_FILE, FUNCTION_WORDS_FILE
+from coachctx.engine.common_words import (
+    COMMON_WORDS_FILE,
+    EVERYDAY_WORDS_FILE,
+    FUNCTION_WORDS_FILE,
+    GLUED_LANGUAGE,
+    GLUED_WORDS_FILE,
+)
 from coachctx.engine.matching import fuzzy_distance
 from coachctx.engine.policy import LANGUAGES
 from coachctx.engine.text import normalise, tokenise
@@ -90,6 +97,20 @@ def everyday_words(top: int = EVERYDAY_TOP) -> list[str]:
     return [f"{language}\t{' '.join(dict.fromkeys(words))}" for language, words in _spaced_language_words(top)]
 
 
+GLUED_ZIPF: Final = 2.0
+"""The English words that are words, not words run together: those wordfreq puts at this Zipf
+frequency or more (about one in 100 million words; 90,000 words), so "downhill", "backstroke",
+"repeats" and "parkrun" stay whole and "kneepain" (never written as one word) does not."""
+
+
+def glued_words() -> list[str]:
+    """English words of `GLUED_ZIPF` or more, letters only, commonest first, on one line."""
+    from wordfreq import iter_wordlist, zipf_frequency
+
+    words = (w for w in iter_wordlist(GLUED_LANGUAGE) if w.isascii() and w.isalpha())
+    return [" ".join(dict.fromkeys(w for w in words if zipf_frequency(w, GLUED_LANGUAGE) >= GLUED_ZIPF))]
+
+
 def render(words: Sequence[str]) -> bytes:
     # mtime=0: the same words give the same bytes, so --check can compare them
     return gzip.compress(("\n".join(words) + "\n").encode("utf-8"), mtime=0)
@@ -101,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for path, words in ((COMMON_WORDS_FILE, common_words()), (FUNCTION_WORDS_FILE, function_words()),
-                        (EVERYDAY_WORDS_FILE, everyday_words())):
+                        (EVERYDAY_WORDS_FILE, everyday_words()), (GLUED_WORDS_FILE, glued_words())):
         data = render(words)
         if args.check:
             if path.read_bytes() != data:

@@ -57,6 +57,33 @@ def is_everyday(word: str) -> bool:
     return word in everyday_languages() or word in common_words()
 
 
+GLUED_LANGUAGE: Final = "en"
+"""The language whose words run together in chat are read apart ("kneepain", "ithurts", "#legday"):
+English, which questions of every language mix in."""
+GLUED_WORDS_FILE: Final = Path(__file__).parents[1] / "data" / "glued_words.txt.gz"
+GLUED_PART_RANKS: Final = 28_000
+"""The commonest English words (Zipf frequency 3 or more) are what a word run together may be
+made of; the rest of `glued_words` only keeps a rarer word whole ("backstroke" is no "back stroke")."""
+GLUED_SHORT_RANKS: Final = 400
+"""A part of two letters is among this many commonest English words: a function word."""
+
+
+@lru_cache(maxsize=1)
+def glued_words() -> Mapping[str, int]:
+    """English words (`GLUED_LANGUAGE`) wordfreq puts at a Zipf frequency of 2 or more, about 90,000,
+    each with its rank (0 = the commonest), loaded on first use, then kept."""
+    words = gzip.decompress(GLUED_WORDS_FILE.read_bytes()).decode("utf-8").split()
+    return {w: rank for rank, w in enumerate(words)}
+
+
+def is_glued_part(word: str) -> bool:
+    """Whether a word run together may hold this word: one of the `GLUED_PART_RANKS` commonest
+    English words of three letters or more, or one of the `GLUED_SHORT_RANKS` commonest of two ("my",
+    "it", "no"; not "kl" or "di", function words of other languages)."""
+    rank = glued_words().get(word)
+    return rank is not None and rank < (GLUED_PART_RANKS if len(word) >= 3 else GLUED_SHORT_RANKS if len(word) == 2 else 0)
+
+
 def question_language(words: Sequence[str]) -> str | None:
     """The language the question's everyday words most likely come from: each word votes for every
     language whose commonest words hold it, more strongly the commoner it is there (word lists

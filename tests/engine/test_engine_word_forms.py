@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from engine_support import with_vocabulary
 
+from coachctx.engine.matching import clinical_terms_in, infer_scope
 from coachctx.engine.policy import Policy
 from coachctx.engine.routing import score
+from coachctx.engine.text import tokenise
 
 
 class TestTypoTolerance:
@@ -86,7 +88,7 @@ class TestCompounds:
         assert score("Knieschmerzen", both).matched["injury"] == (("Schmerz (part of: knieschmerzen)", 0.75),)
 
     @pytest.mark.parametrize(("vocabulary", "question"), [
-        ({"training": {"en": {"training": 1.0}}}, "hockeytraining tonight"),  # English is not read as parts
+        ({"training": {"en": {"training": 1.0}}}, "retraining tonight"),      # English is not read as parts
         ({"training": {"de": {"Ende": 1.0}}}, "am Wochenende"),             # an everyday word stays whole
         ({"injury": {"de": {"Knie": 1.0}}}, "Knies"),                       # too short to hold two parts
     ], ids=["not-compounding", "everyday-word", "short"])
@@ -96,6 +98,36 @@ class TestCompounds:
     def test_a_word_the_vocabulary_knows_is_not_split(self, policy: Policy) -> None:
         whole = with_vocabulary(policy, {"training": {"de": {"Laufschuhe": 1.0, "Lauf": 1.0}}})
         assert score("neue Laufschuhe", whole).matched["training"] == (("Laufschuhe", 1.0),)
+
+
+class TestWordsRunTogether:
+    """Chat runs English words together ("#kneepain", "ithurts"): a word that is no English word
+    and no everyday word of any language is read apart into common English words, at reduced
+    weight, and says so."""
+
+    @pytest.mark.parametrize(("vocabulary", "question", "intent", "term"), [
+        ({"injury": {"en": {"pain": 1.0}}}, "#kneepain after my run", "injury", "pain (part of: kneepain)"),
+        ({"injury": {"en": {"hurt": 1.0}}}, "ithurts when i go downstairs", "injury", "hurt (part of: ithurts)"),
+        ({"training": {"en": {"leg day": 1.0, "day": 0.5}}}, "skip legday?", "training", "leg day (part of: legday)"),
+        ({"training": {"en": {"run": 1.0}}}, "icantrun today", "training", "run (part of: icantrun)"),
+    ], ids=["hashtag", "it-hurts", "phrase-first", "three-words"])
+    def test_words_run_together_match_at_three_quarters(self, policy: Policy, vocabulary: dict[str, Any],
+                                                        question: str, intent: str, term: str) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).matched[intent][0] == (term, 0.75)
+
+    @pytest.mark.parametrize(("vocabulary", "question"), [
+        ({"injury": {"en": {"stroke": 1.0}}}, "backstroke drills"),      # an English word stays whole
+        ({"nutrition": {"en": {"eat": 1.0}}}, "hill repeats tonight"),   # "repeats" is no "rep eats"
+        ({"nutrition": {"en": {"ate": 1.0}}}, "pas na klate"),           # "kl" is no English word
+        ({"injury": {"es": {"duele": 1.0}}}, "meduele la rodilla"),      # English words only
+        ({"nutrition": {"en": {"lot": 1.0}}}, "alot of carbs"),          # no part of one letter but "i"
+    ], ids=["english-word", "inflected", "not-english-part", "not-english", "one-letter"])
+    def test_what_is_not_read_apart(self, policy: Policy, vocabulary: dict[str, Any], question: str) -> None:
+        assert score(question, with_vocabulary(policy, vocabulary)).nothing_matched
+
+    def test_a_clinical_word_run_together_keeps_the_injury_signal(self, policy: Policy) -> None:
+        assert clinical_terms_in("#kneepain again, can i still race sunday?", policy)
+        assert infer_scope(tokenise("can i do the long run nextweek"), policy)[0] == "week"
 
 
 class TestArabicClitics:

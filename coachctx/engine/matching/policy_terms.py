@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from coachctx.engine.matching.find import SharedWords
+from coachctx.engine.matching.glued import split_glued
 from coachctx.engine.matching.language import language_of_words
 from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
@@ -125,14 +126,15 @@ def compile_matchers(policy: Policy) -> None:
 
 
 def forget_words(*policies: Policy) -> None:
-    """Empty every per-word memo (word splits, scripts, stems, phrase starts, fuzzy and compound
-    readings, which words may have readings, the languages of word sequences), and the given
+    """Empty every per-word memo (word splits, scripts, stems, phrase starts, fuzzy, compound and
+    run-together readings, which words may have readings, the languages of word sequences), and the given
     policies' memoised routes and plans (lookup's, which a question's matched terms decide before the
     bundle is read, and the whole stages'): the state of a process that has never seen a question.
     For measuring never-seen questions."""
     clear_word_memos()
     word_stems.cache_clear()
     part_stems.cache_clear()
+    split_glued.cache_clear()
     may_have_readings.cache_clear()
     language_of_words.cache_clear()
     for matcher in _COMPILED.values():

@@ -11,10 +11,12 @@ from typing import Final
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from coachctx.engine.common_words import common_words, everyday_languages
+from coachctx.engine.common_words import GLUED_LANGUAGE, common_words, everyday_languages
+from coachctx.engine.matching.glued import split_glued
 from coachctx.engine.matching.language import read_as_false_friend
 from coachctx.engine.matching.stems import COMPOUNDING, MIN_HEAD, MIN_MODIFIER, part_stems
 from coachctx.engine.matching.terms import Term
+from coachctx.engine.policy import LANGUAGES
 from coachctx.engine.text import Tokens, script_of, stem
 
 WORD_CACHE_LIMIT: Final = 50_000
@@ -24,6 +26,7 @@ FUZZY_FACTOR: Final = 0.75
 FUZZY_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})
 """Alphabets with written vowels. In Arabic or Devanagari one letter apart is often another
 everyday word (الأول "the first" / الأكل "food"), so those words match only as written."""
+GLUED_ALGORITHM: Final = LANGUAGES[GLUED_LANGUAGE]
 PART_FACTOR: Final = 0.75
 """A term found as part of a compound matches at this share of its weight."""
 ARABIC_PROCLITICS: Final = ("وبال", "فبال", "وال", "فال", "بال", "كال", "لل", "ول", "وب", "فب", "فل", "ال", "و", "ف",
@@ -102,10 +105,11 @@ class Readings:
         self._position: dict[str, int] = {}
         self._tails: dict[str, list[str]] = {}
         self._by_first: dict[str, list[str]] = {}
+        self._glued_seen: dict[str, tuple[Term, ...]] = {}
 
     def forget(self) -> None:
         """Empty the per-word memos: the state of a table that has never seen a question."""
-        for memo in (self.seen, self._fuzzy_seen, self._parts_seen):
+        for memo in (self.seen, self._fuzzy_seen, self._parts_seen, self._glued_seen):
             memo.clear()
 
     def of(self, word: str) -> tuple[Reading, ...]:
@@ -124,7 +128,29 @@ class Readings:
         that it is no compound of this table's terms (`may_be_compound`)."""
         if not may_have_readings(word):
             return ()
-        return tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *(self.parts(word) if compound else ())))
+        found = (*self.near(word), *(self.parts(word) if compound else ()))
+        return tuple((e.term.split(" (", 1)[0], e) for e in (found or self.glued(word)))
+
+    def glued(self, word: str) -> tuple[Term, ...]:
+        """The terms of English words run together ("kneepain", "ithurts", "#legday"), read apart
+        (`split_glued`) into common English words, at reduced weight: the phrases
+        the table has among them, longest first, then single words."""
+        cached = self._glued_seen.get(word)
+        if cached is not None:
+            return cached
+        found: dict[tuple[str, str], Term] = {}
+        if GLUED_ALGORITHM in self.stemmed:
+            table = self.stemmed[GLUED_ALGORITHM]
+            stems = [stem(p, GLUED_ALGORITHM) for p in split_glued(word)]
+            for n in range(len(stems), 0, -1):
+                for i in range(len(stems) - n + 1):
+                    for e in table.get(tuple(stems[i:i + n]), ()):
+                        found.setdefault((e.label, e.term), Term(
+                            e.label, f"{e.term} (part of: {word})", round(e.weight * PART_FACTOR, 6), e.language))
+        glued = tuple(found.values())
+        if len(self._glued_seen) < WORD_CACHE_LIMIT:
+            self._glued_seen[word] = glued
+        return glued
 
     def parts(self, word: str) -> tuple[Term, ...]:
         """The terms a compound the table does not know is made of, at reduced weight: its longest
