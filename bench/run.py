@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench import grow
 from bench.chat_clinical import ChatClinical, measure_chat_clinical
+from bench.chat_glued import ChatGlued, measure_chat_glued
 from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
 from bench.measure import (
@@ -126,6 +127,7 @@ class Results:
     server: AppResult
     budget: list[BudgetRow]
     chat: ChatClinical
+    glued: ChatGlued
 
 
 def measure_all(scale: float, step: Callable[[str], None]) -> Results:
@@ -148,6 +150,8 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
                    for lang in sorted({r.lang for r in halves["test"]})}
     step("quality: the chat-style clinical set")
     chat = measure_chat_clinical(policy)
+    step("quality: words run together")
+    glued = measure_chat_glued(policy)
     step("suggest: learn from the corpus tune half, starting from a thinned policy")
     learned = measure_suggest(policy, bundles)
     step("speed: pipeline")
@@ -163,7 +167,7 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
     step("budget")
     budget = measure_budget(rows, bundles, policy)
     return Results(policy, rows, bundles, tokens, growth, quality, decided, baselines, by_language, learned,
-                   pipeline, impact, app, server, budget, chat)
+                   pipeline, impact, app, server, budget, chat, glued)
 
 
 def summary_rows(r: Results) -> list[list[str]]:
@@ -192,6 +196,10 @@ def summary_rows(r: Results) -> list[list[str]]:
         ["chat-style clinical set: read as clinical / keeps readiness_injury / everyday read as clinical "
          "(hard everyday set)", f"{pct(r.chat.share('read', 'clinical'))} / {pct(r.chat.share('kept', 'clinical'))} / "
          f"{pct(r.chat.share('false_clinical', 'everyday'))} ({pct(r.chat.hard_everyday)})"],
+        ["words run together, half never read: routed / read as clinical / keeps readiness_injury / everyday read "
+         "as clinical (tune half routed)", f"{pct(r.glued.share('test', 'routed', 'messages'))} / "
+         f"{pct(r.glued.share('test', 'read', 'clinical'))} / {pct(r.glued.share('test', 'kept', 'clinical'))} / "
+         f"{pct(r.glued.share('test', 'false_clinical', 'everyday'))} ({pct(r.glued.share('tune', 'routed', 'messages'))})"],
         ["thinned policy: test-half accuracy gap recovered by learning on tune",
          f"{pct(learned.recovered('test'))} ({pct(learned.figure('test', 'thinned', 'route_accuracy'))} -> "
          f"{pct(learned.figure('test', 'learned', 'route_accuracy'))}; full "
