@@ -58,19 +58,14 @@ def is_everyday(word: str) -> bool:
 
 
 GLUED_LANGUAGE: Final = "en"
-"""The language whose words run together in chat are read apart in a question of any language
-("kneepain", "ithurts", "#legday"): English, which questions of every language mix in."""
-GLUED_OWN: Final = ("es", "pt", "fr", "it", "id")
-"""Languages whose words run together are read apart in a question written in them ("meduele",
-"possotreinar", "makanapa"): spaced Latin-script languages that do not write compounds as one word
-(those that do, German, Dutch, the Nordic languages and Finnish, read them as compounds)."""
+"""The language whose words run together in chat are read apart ("kneepain", "ithurts", "#legday")."""
 GLUED_WORDS_FILE: Final = Path(__file__).parents[1] / "data" / "glued_words.txt.gz"
 GLUED_PART_RANKS: Final = 28_000
 """The commonest English words (Zipf frequency 3 or more) are what a word run together may be
-made of; the rest of `glued_words` only keeps a rarer word whole ("backstroke" is no "back stroke").
-In a `GLUED_OWN` language, its 5,000 everyday words."""
+made of; the rest of `glued_words` only keeps a rarer word whole ("backstroke" is no "back stroke")."""
 GLUED_SHORT_RANKS: Final = 400
-"""A part of two letters is among this many commonest words of its language: a function word."""
+"""A part of two letters is among this many commonest English words: a function word ("my", "it",
+"no"; not "kl" or "di", function words of other languages)."""
 
 
 @lru_cache(maxsize=1)
@@ -81,20 +76,11 @@ def glued_words() -> Mapping[str, int]:
     return {w: rank for rank, w in enumerate(words)}
 
 
-@lru_cache(maxsize=len(GLUED_OWN) + 1)
-def glued_ranks(language: str) -> Mapping[str, int]:
-    """Word -> rank among the words a word run together in `language` may be made of."""
-    if language == GLUED_LANGUAGE:
-        return glued_words()
-    return {w: rank for rank, w in reversed(list(enumerate(everyday_words()[language])))}
-
-
-@lru_cache(maxsize=len(GLUED_OWN) + 1)
-def glued_parts(language: str = GLUED_LANGUAGE) -> frozenset[str]:
-    """The words a word run together in `language` may hold: its `GLUED_PART_RANKS` commonest words
-    of three letters or more, and its `GLUED_SHORT_RANKS` commonest of two ("my", "it", "no"; not
-    "kl" or "di", function words of other languages)."""
-    return frozenset(w for w, rank in glued_ranks(language).items()
+@lru_cache(maxsize=1)
+def glued_parts() -> frozenset[str]:
+    """The words a word run together may hold: the `GLUED_PART_RANKS` commonest of `glued_words`
+    of three letters or more, and the `GLUED_SHORT_RANKS` commonest of two."""
+    return frozenset(w for w, rank in glued_words().items()
                      if rank < (GLUED_PART_RANKS if len(w) >= 3 else GLUED_SHORT_RANKS if len(w) == 2 else 0))
 
 

@@ -195,8 +195,20 @@ class SharedWords:
                 read = matcher.readings.read(word, compound) if readable else ()
                 if read or prefix:
                     per_table.append((t, ((), (), _NO_PAIRS, read, prefix)))
+            if not per_table and here is None and readable:
+                per_table = self._glued(word)
             looked[word] = Looked(tuple(per_table), follow_map, goes_on) if per_table or follow is not None else NOTHING
         return looked
+
+    def _glued(self, word: str) -> list[tuple[int, Seen]]:
+        """A word no table knows or reads, as words run together (`Readings.glued`), in each table:
+        never one that some table has ("Joghurt" is no "jog hurt" to the clinical terms)."""
+        per_table: list[tuple[int, Seen]] = []
+        for t, matcher in enumerate(self.matchers):
+            glued = matcher.readings.glued(word)
+            if glued:
+                per_table.append((t, ((), (), _NO_PAIRS, tuple((e.term.split(" (", 1)[0], e) for e in glued), ())))
+        return per_table
 
     def _starts(self, words: list[str]) -> tuple[dict[str, list[list[Start]]], dict[str, dict[str, str]]]:
         """Word -> for each table, the phrases it starts there: for words that start any; and word ->

@@ -52,13 +52,6 @@ def read_as_false_friend(entry: Term, tokens: Tokens, matched: Sequence[str]) ->
     return own != ENGLISH and false_friend(entry, ENGLISH, matched)
 
 
-def of_own_language(entry: Term, tokens: Tokens) -> bool:
-    """Whether the term is of the question's own language (`language_of`), or of its family."""
-    own = language_of(tokens)
-    return own is not None and (own == entry.language or any(
-        own in family and entry.language in family for family in LANGUAGE_FAMILIES))
-
-
 def language_of(tokens: Tokens) -> str | None:
     """`question_language` of the question's words, once per question for every matcher."""
     key = "question_language"

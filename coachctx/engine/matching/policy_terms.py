@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from coachctx.engine.matching.find import SharedWords
-from coachctx.engine.matching.glued import may_be_glued, split_glued
+from coachctx.engine.matching.glued import split_glued
 from coachctx.engine.matching.language import language_of_words
 from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
@@ -135,7 +135,6 @@ def forget_words(*policies: Policy) -> None:
     word_stems.cache_clear()
     part_stems.cache_clear()
     split_glued.cache_clear()
-    may_be_glued.cache_clear()
     may_have_readings.cache_clear()
     language_of_words.cache_clear()
     for matcher in _COMPILED.values():

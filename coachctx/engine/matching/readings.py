@@ -11,13 +11,13 @@ from typing import Final
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from coachctx.engine.common_words import GLUED_LANGUAGE, GLUED_OWN, common_words, everyday_languages
-from coachctx.engine.matching.glued import may_be_glued, split_glued
-from coachctx.engine.matching.language import of_own_language, read_as_false_friend
+from coachctx.engine.common_words import GLUED_LANGUAGE, common_words, everyday_languages
+from coachctx.engine.matching.glued import split_glued
+from coachctx.engine.matching.language import language_of, read_as_false_friend
 from coachctx.engine.matching.stems import COMPOUNDING, MIN_HEAD, MIN_MODIFIER, part_stems
 from coachctx.engine.matching.terms import Term
 from coachctx.engine.policy import LANGUAGES
-from coachctx.engine.text import Tokens, script_of, stem
+from coachctx.engine.text import WHOLE_WORD, Tokens, script_of, stem
 
 WORD_CACHE_LIMIT: Final = 50_000
 """Per-matcher memos keyed by a question word are cleared when they reach this size."""
@@ -26,8 +26,10 @@ FUZZY_FACTOR: Final = 0.75
 FUZZY_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})
 """Alphabets with written vowels. In Arabic or Devanagari one letter apart is often another
 everyday word (الأول "the first" / الأكل "food"), so those words match only as written."""
+GLUED_ALGORITHM: Final = LANGUAGES[GLUED_LANGUAGE]
 PART_FACTOR: Final = 0.75
 _PART_OF: Final = " (part of: "
+_GLUED_QUESTIONS: Final = frozenset({GLUED_LANGUAGE, None})
 """A term found as part of a compound matches at this share of its weight."""
 ARABIC_PROCLITICS: Final = ("وبال", "فبال", "وال", "فال", "بال", "كال", "لل", "ول", "وب", "فب", "فل", "ال", "و", "ف",
                              "ب", "ل", "ك", "س")
@@ -128,28 +130,28 @@ class Readings:
         that it is no compound of this table's terms (`may_be_compound`)."""
         if not may_have_readings(word):
             return ()
-        found = (*self.near(word), *(self.parts(word) if compound else ()))
-        return tuple((e.term.split(" (", 1)[0], e) for e in (found or self.glued(word)))
+        return tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *(self.parts(word) if compound else ())))
 
     def glued(self, word: str) -> tuple[Term, ...]:
-        """The terms of words run together ("kneepain", "ithurts", "#legday"; Spanish "meduele"), read
-        apart (`split_glued`) into common words of English or of a `GLUED_OWN` language, at reduced
-        weight: the phrases the table has among them, longest first, then single words. A reading
-        in a `GLUED_OWN` language counts only in a question of that language (`add_readings`)."""
+        """The terms of English words run together ("kneepain", "ithurts", "#legday"), read apart
+        (`split_glued`) into common English words, at reduced weight: the phrases the table has
+        among them, longest first, then single words, and its whole-word English terms ("=acl").
+        Only for a word no table knows or reads otherwise (`SharedWords`), and counted only in a
+        question in English or of no detected language (`add_readings`)."""
         cached = self._glued_seen.get(word)
         if cached is not None:
             return cached
         found: dict[tuple[str, str], Term] = {}
-        for language in (GLUED_LANGUAGE, *GLUED_OWN) if may_be_glued(word) else ():
-            algorithm = LANGUAGES[language]
-            table = self.stemmed.get(algorithm)
-            split = split_glued(word, language) if table else ()
-            stems = [stem(p, algorithm) for p in split]
-            for n in range(len(stems), 0, -1):
-                for i in range(len(stems) - n + 1):
-                    for e in table.get(tuple(stems[i:i + n]), ()) if table else ():
-                        found.setdefault((e.label, e.term), Term(
-                            e.label, f"{e.term}{_PART_OF}{word})", round(e.weight * PART_FACTOR, 6), e.language))
+        split = split_glued(word)
+        tables = [(GLUED_ALGORITHM, [stem(p, GLUED_ALGORITHM) for p in split]), (WHOLE_WORD, list(split))]
+        for algorithm, keys in tables if split else ():
+            table = self.stemmed.get(algorithm, {})
+            for n in range(len(keys), 0, -1):
+                for i in range(len(keys) - n + 1):
+                    for e in table.get(tuple(keys[i:i + n]), ()):
+                        if e.language == GLUED_LANGUAGE:
+                            found.setdefault((e.label, e.term), Term(
+                                e.label, f"{e.term}{_PART_OF}{word})", round(e.weight * PART_FACTOR, 6), e.language))
         glued = tuple(found.values())
         if len(self._glued_seen) < WORD_CACHE_LIMIT:
             self._glued_seen[word] = glued
@@ -286,15 +288,16 @@ class Readings:
 def add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], tokens: Tokens,
                   found: dict[tuple[str, str], Term]) -> None:
     """A word the table does not know counts once per label, as its heaviest reading: a
-    misspelling, or a compound's part, through whichever language's terms; words run together in a
-    `GLUED_OWN` language only in a question of that language (or of its family)."""
+    misspelling, or a compound's part, through whichever language's terms; English words run
+    together only in a question in English or of no detected language ("fluyen" in a Spanish
+    question is no "flu yen")."""
     words = tokens.words
     terms_found = {e.term for e in found.values()}
     for i, readings in unknown:
         best: dict[str, tuple[str, Term]] = {}
         for base, entry in readings:
-            if entry.language in GLUED_OWN and _PART_OF in entry.term and not of_own_language(entry, tokens):
-                continue  # those languages write no compounds: a part is a reading of words run together
+            if entry.language == GLUED_LANGUAGE and _PART_OF in entry.term and language_of(tokens) not in _GLUED_QUESTIONS:
+                continue  # English writes no compounds: its part is a reading of words run together
             if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
                 best[entry.label] = (base, entry)
         for base, entry in best.values():
