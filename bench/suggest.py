@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -31,8 +32,9 @@ THIN_SEED: Final = 20261204
 _D = LEARN_DEFAULTS
 METHOD: Final = (
     "The default policy is thinned: from every intent's list of terms for every language, half of the "
-    f"terms (rounded down, so a list of one keeps it) are removed, drawn by one `random.Random({THIN_SEED})` "
-    "list after list (intents, then languages, in sorted order; each list sorted by term). `learn` then reads "
+    f"terms (rounded down, so a list of one keeps it) are removed: those first when the list is ordered by "
+    f"a SHA-256 hash of the seed ({THIN_SEED}), the intent, the language and the term, so adding a term to one "
+    "list moves no other term in or out. `learn` then reads "
     "the corpus tune half (coach labels) and edits the thinned policy in three steps: the best suggestions "
     f"round after round until none gains (a new term needs {_D.min_support:g} more rows of its intent than of "
     "others, and is filed under the intent with most such support, of equals the one fewer rows are labelled "
@@ -57,16 +59,22 @@ METHOD: Final = (
 
 
 def thinned(policy: Policy, seed: int = THIN_SEED) -> Policy:
-    """The policy with half of each intent's terms removed from each language's list."""
-    rng = random.Random(seed)
+    """The policy with half of each intent's terms removed from each language's list: those that
+    come first when the list is ordered by a hash of the seed and the term, so a term added to or
+    removed from one list moves no other term in or out (a shared random stream reshuffled every
+    list after it)."""
     data = policy.model_dump(mode="json")
     for intent in sorted(data["vocabulary"]):
         by_language = data["vocabulary"][intent]
         for language in sorted(by_language):
-            terms = sorted(by_language[language])
-            for term in rng.sample(terms, len(terms) // 2):
+            terms = sorted(by_language[language], key=lambda t: _thin_key(seed, intent, language, t))
+            for term in terms[: len(terms) // 2]:
                 del by_language[language][term]
     return validate_policy(data, "<thinned>")
+
+
+def _thin_key(seed: int, intent: str, language: str, term: str) -> str:
+    return hashlib.sha256(f"{seed}\0{intent}\0{language}\0{term}".encode()).hexdigest()
 
 
 def term_count(policy: Policy) -> int:
