@@ -14,6 +14,7 @@ from coachctx.engine.matching.readings import (
     WORD_CACHE_LIMIT,
     Reading,
     add_readings,
+    as_readings,
     may_be_compound,
     may_have_readings,
 )
@@ -207,7 +208,7 @@ class SharedWords:
         for t, matcher in enumerate(self.matchers):
             glued = matcher.readings.glued(word)
             if glued:
-                per_table.append((t, ((), (), _NO_PAIRS, tuple((e.term.split(" (", 1)[0], e) for e in glued), ())))
+                per_table.append((t, ((), (), _NO_PAIRS, as_readings(glued), ())))
         return per_table
 
     def _starts(self, words: list[str]) -> tuple[dict[str, list[list[Start]]], dict[str, dict[str, str]]]:

@@ -26,11 +26,13 @@ FUZZY_FACTOR: Final = 0.75
 FUZZY_SCRIPTS: Final = frozenset({"Latin", "Cyrillic", "Greek"})
 """Alphabets with written vowels. In Arabic or Devanagari one letter apart is often another
 everyday word (الأول "the first" / الأكل "food"), so those words match only as written."""
-GLUED_ALGORITHM: Final = LANGUAGES[GLUED_LANGUAGE]
 PART_FACTOR: Final = 0.75
+"""A term found as part of a compound, or of words run together, matches at this share of its weight."""
 _PART_OF: Final = " (part of: "
+GLUED_ALGORITHM: Final = LANGUAGES[GLUED_LANGUAGE]
 _GLUED_QUESTIONS: Final = frozenset({GLUED_LANGUAGE, None})
-"""A term found as part of a compound matches at this share of its weight."""
+"""The languages of a question in which English words run together are read apart (None: no
+language detected)."""
 ARABIC_PROCLITICS: Final = ("وبال", "فبال", "وال", "فال", "بال", "كال", "لل", "ول", "وب", "فب", "فل", "ال", "و", "ف",
                              "ب", "ل", "ك", "س")
 """Conjunctions, prepositions and the article Arabic writes onto a word, longest first."""
@@ -90,6 +92,10 @@ Reading = tuple[str, Term]
 """(the term as the table has it, the reading: the term at reduced weight, named after the word)"""
 
 
+def as_readings(terms: tuple[Term, ...]) -> tuple[Reading, ...]:
+    return tuple((e.term.split(" (", 1)[0], e) for e in terms)
+
+
 class Readings:
     """One table's readings of unknown words, memoised per word. `stemmed` is the table's
     algorithm -> stemmed phrase -> terms; `fuzzy` its single-word terms of spaced scripts (4+
@@ -130,7 +136,7 @@ class Readings:
         that it is no compound of this table's terms (`may_be_compound`)."""
         if not may_have_readings(word):
             return ()
-        return tuple((e.term.split(" (", 1)[0], e) for e in (*self.near(word), *(self.parts(word) if compound else ())))
+        return as_readings((*self.near(word), *(self.parts(word) if compound else ())))
 
     def glued(self, word: str) -> tuple[Term, ...]:
         """The terms of English words run together ("kneepain", "ithurts", "#legday"), read apart
