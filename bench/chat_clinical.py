@@ -1,12 +1,16 @@
-"""The chat-style clinical set (`corpus/chat_clinical.yaml`): how often a message typed the way
-athletes chat is read as clinical when it reports pain, an injury, an illness or medical care, and
-keeps `readiness_injury` in the prompt; how often an everyday message is read so.
+"""The chat-style clinical sets: how often a message typed the way athletes chat is read as
+clinical when it reports pain, an injury, an illness or medical care, and keeps `readiness_injury`
+in the prompt; how often an everyday message is read so.
 
-    python -m bench.chat_clinical [--misses]
+    python -m bench.chat_clinical [--second] [--misses]
 
-Written by a helper session that never saw the policy, its vocabulary, the other corpora or the
-code (the file's header says how), 15 messages in each of the 22 policy languages, two thirds
-clinical. It is only measured: no term was chosen by reading it.
+`corpus/chat_clinical.yaml`: written by a helper session that never saw the policy, its vocabulary,
+the other corpora or the code (the file's header says how), 15 messages in each of the 22 policy
+languages, two thirds clinical. It is only measured: no term was chosen by reading it.
+
+`corpus/chat_clinical_2.yaml` (`--second`): 20 more in each language, written the same way by
+another helper, split into halves by a fixed seed: only the `tune` half's misses are ever listed
+(`--misses`), `test` is only measured.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -28,6 +32,7 @@ from coachctx.engine.pipeline import select
 from coachctx.engine.policy import Policy, load_policy
 
 CHAT_CLINICAL: Final = CORPUS / "chat_clinical.yaml"
+CHAT_CLINICAL_2: Final = CORPUS / "chat_clinical_2.yaml"
 CHAT_EVERYDAY: Final = CORPUS / "chat_everyday.yaml"
 """220 hard everyday messages (figurative pain, hospital night shifts, a captain called "Doc"): read
 once to find false friends, so tuning data."""
@@ -38,11 +43,13 @@ class Message:
     q: str
     lang: str
     clinical: bool
+    half: str = ""
+    """`tune` or `test` in a set split into halves."""
 
 
 def messages(path: Path = CHAT_CLINICAL) -> list[Message]:
     rows = yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]
-    return [Message(str(r["q"]), str(r["lang"]), bool(r["clinical"])) for r in rows]
+    return [Message(str(r["q"]), str(r["lang"]), bool(r["clinical"]), str(r.get("half", ""))) for r in rows]
 
 
 def everyday_read_as_clinical(policy: Policy) -> float:
@@ -54,40 +61,51 @@ def everyday_read_as_clinical(policy: Policy) -> float:
 @dataclass(frozen=True)
 class ChatClinical:
     """Counts per language: clinical messages, those read as clinical and those keeping
-    `readiness_injury` (free tier, athlete maya); everyday messages, those read as clinical."""
+    `readiness_injury` (free tier, athlete maya); everyday messages, those read as clinical. The
+    same per half for a set split into halves (`halves`)."""
 
     counts: dict[str, Counter[str]]
     misses: list[Message]
+    """The clinical messages that lose `readiness_injury` and, in a set split into halves, the
+    tune half's messages read wrongly; never a message of a test half."""
     hard_everyday: float
     """`everyday_read_as_clinical`."""
+    halves: dict[str, Counter[str]] = field(default_factory=dict)
 
-    def share(self, key: str, of: str, language: str | None = None) -> float:
-        counts = self.counts[language] if language else sum(self.counts.values(), Counter())
+    def share(self, key: str, of: str, language: str | None = None, *, half: str | None = None) -> float:
+        if half is not None:
+            counts = self.halves[half]
+        else:
+            counts = self.counts[language] if language else sum(self.counts.values(), Counter())
         return counts[key] / counts[of] if counts[of] else 1.0
 
 
-def measure_chat_clinical(policy: Policy) -> ChatClinical:
+def measure_chat_clinical(policy: Policy, path: Path = CHAT_CLINICAL) -> ChatClinical:
     bundle = sample_bundles()["maya"]
     counts: dict[str, Counter[str]] = {}
+    halves: dict[str, Counter[str]] = {}
     misses = []
-    for m in messages():
+    for m in messages(path):
         read = bool(clinical_terms_in(m.q, policy))
-        c = counts.setdefault(m.lang, Counter())
+        found = Counter(clinical=1, read=read) if m.clinical else Counter(everyday=1, false_clinical=read)
         if m.clinical:
-            kept = "readiness_injury" in select(m.q, bundle, policy, tier="free").selected
-            c.update(clinical=1, read=read, kept=kept)
-            if not kept:
-                misses.append(m)
-        else:
-            c.update(everyday=1, false_clinical=read)
-    return ChatClinical(counts, misses, everyday_read_as_clinical(policy))
+            found["kept"] = "readiness_injury" in select(m.q, bundle, policy, tier="free").selected
+        counts.setdefault(m.lang, Counter()).update(found)
+        if m.half:
+            halves.setdefault(m.half, Counter()).update(found)
+        lost = m.clinical and not found["kept"]
+        if (lost and not m.half) or (m.half == "tune" and (lost or read != m.clinical)):
+            misses.append(m)
+    return ChatClinical(counts, misses, everyday_read_as_clinical(policy), halves)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--misses", action="store_true", help="print the clinical messages that lose readiness_injury")
+    parser.add_argument("--second", action="store_true", help=f"measure {CHAT_CLINICAL_2.name}, per half")
+    parser.add_argument("--misses", action="store_true", help="print the clinical messages that lose readiness_injury "
+                                                              "(with --second: the tune half's messages read wrongly)")
     args = parser.parse_args(argv)
-    found = measure_chat_clinical(load_policy())
+    found = measure_chat_clinical(load_policy(), CHAT_CLINICAL_2 if args.second else CHAT_CLINICAL)
     for language in sorted(found.counts):
         print(f"{language}  read as clinical {found.share('read', 'clinical', language):6.1%}  "
               f"keeps readiness_injury {found.share('kept', 'clinical', language):6.1%}  "
@@ -95,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"all read as clinical {found.share('read', 'clinical'):6.1%}  keeps readiness_injury "
           f"{found.share('kept', 'clinical'):6.1%}  everyday read as clinical {found.share('false_clinical', 'everyday'):6.1%}")
     print(f"hard everyday set read as clinical {found.hard_everyday:6.1%}")
+    for half in found.halves:
+        print(f"{half} half: read as clinical {found.share('read', 'clinical', half=half):6.1%}  keeps readiness_injury "
+              f"{found.share('kept', 'clinical', half=half):6.1%}  everyday read as clinical "
+              f"{found.share('false_clinical', 'everyday', half=half):6.1%}")
     if args.misses:
         for m in found.misses:
             print(f"  {m.lang}  {m.q}")
