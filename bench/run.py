@@ -17,7 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import grow
-from bench.chat_clinical import ChatClinical, measure_chat_clinical
+from bench.chat_clinical import CHAT_CLINICAL_2, ChatClinical, measure_chat_clinical
 from bench.chat_glued import ChatGlued, measure_chat_glued
 from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
@@ -128,6 +128,8 @@ class Results:
     budget: list[BudgetRow]
     chat: ChatClinical
     glued: ChatGlued
+    chat_2: ChatClinical
+    """The second chat-style clinical set, per half."""
 
 
 def measure_all(scale: float, step: Callable[[str], None]) -> Results:
@@ -150,6 +152,7 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
                    for lang in sorted({r.lang for r in halves["test"]})}
     step("quality: the chat-style clinical set")
     chat = measure_chat_clinical(policy)
+    chat_2 = measure_chat_clinical(policy, CHAT_CLINICAL_2)
     step("quality: words run together")
     glued = measure_chat_glued(policy)
     step("suggest: learn from the corpus tune half, starting from a thinned policy")
@@ -167,7 +170,7 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
     step("budget")
     budget = measure_budget(rows, bundles, policy)
     return Results(policy, rows, bundles, tokens, growth, quality, decided, baselines, by_language, learned,
-                   pipeline, impact, app, server, budget, chat, glued)
+                   pipeline, impact, app, server, budget, chat, glued, chat_2)
 
 
 def summary_rows(r: Results) -> list[list[str]]:
@@ -196,6 +199,11 @@ def summary_rows(r: Results) -> list[list[str]]:
         ["chat-style clinical set: read as clinical / keeps readiness_injury / everyday read as clinical "
          "(hard everyday set)", f"{pct(r.chat.share('read', 'clinical'))} / {pct(r.chat.share('kept', 'clinical'))} / "
          f"{pct(r.chat.share('false_clinical', 'everyday'))} ({pct(r.chat.hard_everyday)})"],
+        ["second chat-style clinical set, half never read: read as clinical / keeps readiness_injury / everyday "
+         "read as clinical (tune half kept)", f"{pct(r.chat_2.share('read', 'clinical', half='test'))} / "
+         f"{pct(r.chat_2.share('kept', 'clinical', half='test'))} / "
+         f"{pct(r.chat_2.share('false_clinical', 'everyday', half='test'))} "
+         f"({pct(r.chat_2.share('kept', 'clinical', half='tune'))})"],
         ["words run together, half never read: routed / read as clinical / keeps readiness_injury / everyday read "
          "as clinical (tune half routed)", f"{pct(r.glued.share('test', 'routed', 'messages'))} / "
          f"{pct(r.glued.share('test', 'read', 'clinical'))} / {pct(r.glued.share('test', 'kept', 'clinical'))} / "

@@ -10,17 +10,27 @@ everyday ones read as clinical. After that day's clinical-term additions (writte
 from the policy and its own knowledge of chat in each language, never shown this set): 77.3%,
 88.2%, 5.5% (2.7% once three terms that stem onto English words, "lege" -> leg, were matched only
 as written); 80.9%, 88.6%, 2.7% after a second round of 149 terms for the six languages that read
-the fewest (ar, ja, pl, tr, vi, no; another helper, also never shown the set). Floors there; only ever raised (and the false share only ever lowered)."""
+the fewest (ar, ja, pl, tr, vi, no; another helper, also never shown the set); 91.8%, 97.3%, 2.7%
+after a third round (2026-12-07, 2,600 terms for illness, medical care and acute injury in chat words,
+written by a helper shown neither chat set; 110 of them made exact or dropped where a common word of
+another language hit them). Floors there; only ever raised (and the false share only ever lowered).
+
+The second set (corpus/chat_clinical_2.yaml, 20 messages a language, tricky everyday ones) is split
+into halves before that third round: the tune half's misses named the classes the helper was asked
+for, the test half is only measured: 75.8% read, 92.4% kept, 19.7% everyday read before; 90.9%,
+97.0%, 24.2% after (medication and surgery words also meet other people's surgery and caffeine)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
 
 from bench.chat_clinical import (
     CHAT_CLINICAL,
+    CHAT_CLINICAL_2,
     CHAT_EVERYDAY,
     ChatClinical,
     measure_chat_clinical,
@@ -28,15 +38,18 @@ from bench.chat_clinical import (
 )
 from coachctx.engine.policy import LANGUAGES, Policy
 
-MIN_READ_AS_CLINICAL = 0.80
-MIN_KEEPS_READINESS_INJURY = 0.88
+MIN_READ_AS_CLINICAL = 0.91
+MIN_KEEPS_READINESS_INJURY = 0.97
 MAX_EVERYDAY_READ_AS_CLINICAL = 0.03
 MAX_HARD_EVERYDAY_READ_AS_CLINICAL = 0.16
 """corpus/chat_everyday.yaml: 14.5% before the added terms, 16.8% after, 15.9% once its false
 friends were matched only as written (it is tuning data since). Hospital shifts and figurative pain
 are most of it: "hospital" is a clinical term on purpose."""
-MIN_KEEPS_PER_LANGUAGE = 0.7
-"""No language far behind the rest (Arabic, the lowest, was at 70% when the floors were set)."""
+MIN_KEEPS_PER_LANGUAGE = 0.9
+"""No language far behind the rest (Arabic, the lowest, was at 70% when the first floors were set;
+five languages at 90% after the third round)."""
+SECOND_TEST_HALF_FLOORS = {"read": 0.90, "kept": 0.96}
+MAX_SECOND_TEST_HALF_EVERYDAY = 0.25
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +64,22 @@ def test_the_set_covers_every_spaced_and_unspaced_policy_language() -> None:
     assert sum(m.clinical for m in messages()) >= 200
 
 
-def test_a_second_labeller_gave_every_message_the_same_label() -> None:
-    second = yaml.safe_load((CHAT_CLINICAL.parent / "raw" / "chat_clinical_second_labels.yaml").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path, labels", [(CHAT_CLINICAL, "chat_clinical_second_labels.yaml"),
+                                           (CHAT_CLINICAL_2, "chat_clinical_2_second_labels.yaml")])
+def test_a_second_labeller_gave_every_message_the_same_label(path: Path, labels: str) -> None:
+    second = yaml.safe_load((path.parent / "raw" / labels).read_text(encoding="utf-8"))
     by_id = {e["id"]: bool(e["clinical"]) for e in second["labels"]}
-    assert [by_id[i] for i in range(len(messages()))] == [m.clinical for m in messages()]
+    found = messages(path)
+    assert [by_id[i] for i in range(len(found))] == [m.clinical for m in found]
+
+
+def test_the_second_set_is_split_per_language_and_label() -> None:
+    found = messages(CHAT_CLINICAL_2)
+    assert set(Counter(m.lang for m in found)) == set(LANGUAGES)
+    for language in LANGUAGES:
+        for clinical in (True, False):
+            halves = Counter(m.half for m in found if m.lang == language and m.clinical == clinical)
+            assert set(halves) == {"tune", "test"} and abs(halves["tune"] - halves["test"]) <= 1, (language, clinical)
 
 
 def test_a_clinical_chat_message_is_read_as_clinical(measured: ChatClinical) -> None:
@@ -69,6 +94,14 @@ def test_a_clinical_chat_message_keeps_the_injury_signal(measured: ChatClinical)
 
 def test_an_everyday_chat_message_is_rarely_read_as_clinical(measured: ChatClinical) -> None:
     assert measured.share("false_clinical", "everyday") <= MAX_EVERYDAY_READ_AS_CLINICAL
+
+
+def test_the_second_sets_test_half_is_read_as_clinical_and_keeps_the_injury_signal(policy: Policy) -> None:
+    second = measure_chat_clinical(policy, CHAT_CLINICAL_2)
+    assert second.share("read", "clinical", half="test") >= SECOND_TEST_HALF_FLOORS["read"]
+    assert second.share("kept", "clinical", half="test") >= SECOND_TEST_HALF_FLOORS["kept"]
+    assert second.share("false_clinical", "everyday", half="test") <= MAX_SECOND_TEST_HALF_EVERYDAY
+    assert all(m.half == "tune" for m in second.misses)
 
 
 def test_a_hard_everyday_message_is_rarely_read_as_clinical(measured: ChatClinical) -> None:
