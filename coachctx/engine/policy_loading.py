@@ -18,11 +18,13 @@ import yaml
 from coachctx.engine.policy_errors import short_value
 from coachctx.errors import PolicyError
 
-MAX_POLICY_BYTES: Final = 512 * 1024
+MAX_POLICY_BYTES: Final = 1024 * 1024
+"""The default policy is about 450 KB in flow style and 560 KB dumped in block style: room for a
+coach to paste it either way, and to grow."""
 MAX_YAML_DEPTH: Final = 24
 MAX_YAML_ALIASES: Final = 64
 MAX_YAML_NODES: Final = 100_000
-"""Scalars and collections after every alias is expanded: the default policy has about 19,000,
+"""Scalars and collections after every alias is expanded: the default policy has about 45,000,
 and a document that expands past this limit is refused before anything is built from it."""
 MAX_YAML_INT_DIGITS: Final = 100
 """Far past any range a policy allows, so pydantic still names the range; Python itself gives up at 4,300."""

@@ -77,7 +77,7 @@ class TestUploads:
         at = started()
         labels = {u.key: u.label for tab in ("Reproduce a trace", "Policy editor")
                   for u in open_tab(at, tab).get("file_uploader")}
-        assert "at most 5 MB" in labels["trace_upload"] and "at most 512 KB" in labels["policy_upload"]
+        assert "at most 5 MB" in labels["trace_upload"] and "at most 1 MB" in labels["policy_upload"]
 
     def test_an_oversized_trace_is_refused_inline_in_place_of_the_last_result(self, tmp_path: Path) -> None:
         at = started("Reproduce a trace")

@@ -16,7 +16,7 @@ from coachctx.tools.store.errors import StoreError
 from coachctx.tools.store.tables import utc
 
 DRAFT_ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{8,32}\Z")
-MAX_DRAFT_CHARS: Final = 512 * 1024
+MAX_DRAFT_CHARS: Final = 1024 * 1024
 DRAFT_MAX_AGE: Final = timedelta(days=30)
 MAX_DRAFTS: Final = 1000
 """Drafts are bounded: one untouched for DRAFT_MAX_AGE is dropped, and so are all but the newest
