@@ -20,7 +20,7 @@ from repo_paths import DECISION_SCHEMA, ROOT
 from coachctx.cli import main
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import DEFAULT_POLICY_PATH, Policy, load_policy, policy_to_yaml
-from coachctx.engine.services import Bundle
+from coachctx.engine.services import SAMPLE_ATHLETES_DIR, Bundle
 
 ATHLETES = ["ines", "kenji", "lucia", "maya", "omar", "priya", "tom"]
 QUESTIONS = [PAIN, "Can I add more mileage next week?", "What should I eat after intervals tonight?",
@@ -200,6 +200,18 @@ class TestBadInput:
         assert code == 2
         assert _one_clean_line(err).startswith(message)
         assert out == ""
+
+    @pytest.mark.parametrize("name", ["maya.json", "conditions.json", "a_new_trace.json"])
+    def test_a_trace_is_never_written_among_the_athlete_fixtures(self, cli: Run, tmp_path: Path, name: str) -> None:
+        fixtures = tmp_path / "athletes"
+        shutil.copytree(SAMPLE_ATHLETES_DIR, fixtures)
+        before = {p.name: p.read_bytes() for p in fixtures.iterdir()}
+        code, out, err = cli("explain", PAIN, "--athlete", "maya", "--athletes-dir", str(fixtures),
+                             "--trace-out", str(fixtures / name))
+        assert code == 2 and out == ""
+        assert _one_clean_line(err).startswith(f"coachctx: cannot write {fixtures / name}: it is in {fixtures}, "
+                                               "the athlete fixtures this command reads")
+        assert {p.name: p.read_bytes() for p in fixtures.iterdir()} == before
 
     def test_an_invalid_policy_file(self, cli: Run, tmp_path: Path) -> None:
         bad = tmp_path / "bad.yaml"
