@@ -146,6 +146,20 @@ class TestNotAFile:
                                              r"log holds \(an unclosed quote, or not a log\?\)$"):
             read_questions(path)
 
+    @pytest.mark.timeout(20)
+    def test_a_csv_header_of_a_hundred_thousand_columns_is_read_once(self, tmp_path: Path) -> None:
+        """A header just under the line limit: the long-line check and the duplicate-column check each
+        read it once (an adversarial pass, 2026-12-07: 270 s, scanning the line again from each byte)."""
+        columns = [f"c{i}" for i in range(120_000)]
+        path = tmp_path / "wide.csv"
+        path.write_text(",".join([*columns, "question"]) + "\n" + "x," * len(columns) + "pain\n", encoding="utf-8")
+        assert path.stat().st_size < 2 * MAX_LINE_BYTES
+        assert [q.question for q in read_questions(path).questions] == ["pain"]
+        path.write_text(",".join([*columns, "C7", "question"]) + "\n" + "x," * (len(columns) + 1) + "pain\n",
+                        encoding="utf-8")
+        with pytest.raises(InputError, match=r"wide\.csv: line 1: the column 'c7' appears twice in the header"):
+            read_questions(path)
+
     @pytest.mark.timeout(5)
     def test_a_regular_file_within_the_limit_is_read(self, tmp_path: Path) -> None:
         path = tmp_path / "ok.txt"
