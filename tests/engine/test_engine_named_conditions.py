@@ -32,3 +32,12 @@ def test_a_named_condition_keeps_the_injury_readiness(condition: str, policy: Po
                                       "what's a bad weather plan for my long run?"])
 def test_the_everyday_sense_of_the_same_words_is_not_clinical(question: str, policy: Policy, maya: Bundle) -> None:
     assert not select(question, maya, policy).clinical.is_clinical
+
+
+@pytest.mark.parametrize("question", ["¿puedo correr la maratón con diabetes?", "Darf ich mit einem Herzschrittmacher "
+                                      "Marathon laufen?", "je suis enceinte, je peux courir?", "можно бегать с диабетом?",
+                                      "糖尿病でもマラソン走れる？", "당뇨병 있는데 마라톤 해도 돼요?", "koşabilir miyim, hamileyim"])
+def test_a_named_condition_in_another_language_keeps_the_injury_readiness(question: str, policy: Policy,
+                                                                           maya: Bundle) -> None:
+    decision = select(question, maya, policy)
+    assert decision.clinical.is_clinical and "readiness_injury" in decision.selected
