@@ -75,7 +75,8 @@ FragmentName = Literal[
 ]
 Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "no", "fi", "pl", "tr", "el", "ar",
                    "hi", "id", "vi", "ja", "zh", "ko"]
-Term = Annotated[str, Field(strict=True, min_length=1, max_length=80)]
+MAX_TERM_CHARS: Final = 80
+Term = Annotated[str, Field(strict=True, min_length=1, max_length=MAX_TERM_CHARS)]
 MAX_PROBLEMS_SHOWN: Final = 20
 """A policy with 40,000 unknown keys is named by its first problems, not 40,000 lines."""
 MIN_WEIGHT: Final = 0.000001

@@ -11,7 +11,7 @@ from typing import Final
 
 from coachctx.engine.common_words import everyday_words, function_words
 from coachctx.engine.matching import term_matching
-from coachctx.engine.policy import LANGUAGES
+from coachctx.engine.policy import LANGUAGES, MAX_TERM_CHARS, MAX_UNSPACED_TERM_CHARS
 from coachctx.engine.text import Tokens, script_of, stem_variants, tokenise
 from coachctx.tools.suggest_log import LabelledRow
 
@@ -62,7 +62,7 @@ def everyday_terms(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
         if w.isdigit() or (len(w) < 3 and script_of(w[0]) != "Hangul") or _JAMO.fullmatch(w):
             continue
         lang = _language_of(row, [w])
-        if LANGUAGES[lang] != "substring" and is_function_word(w, lang):
+        if LANGUAGES[lang] != "substring" and is_function_word(w, lang) and fits(lang, w):
             out.add((lang, w))
     return out
 
@@ -86,7 +86,7 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
             lang = _language_of(row, part)
             if LANGUAGES[lang] == "substring" or (LANGUAGES[lang] == "prefix" and n > 1):
                 continue
-            if is_function_word(part[0], lang) or is_function_word(part[-1], lang):
+            if is_function_word(part[0], lang) or is_function_word(part[-1], lang) or not fits(lang, " ".join(part)):
                 continue
             out.add((lang, " ".join(part)))
     for run in tokens.unspaced.split():
@@ -97,6 +97,14 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
 
 
 _JAMO: Final = re.compile(r"[\u1100-\u11ff\u3130-\u318f]+")
+
+
+def fits(language: str, term: str) -> bool:
+    """Whether the policy would take the term: at most `MAX_TERM_CHARS` characters, and at most
+    `MAX_UNSPACED_TERM_CHARS` in a language matched as substrings or word starts (a Korean chat
+    message without spaces is one long word, which the policy refuses as a term)."""
+    limit = MAX_UNSPACED_TERM_CHARS if LANGUAGES[language] in ("substring", "prefix") else MAX_TERM_CHARS
+    return len(term) <= limit
 
 
 FUNCTION_STEM_TOP: Final = 100

@@ -138,6 +138,16 @@ class TestSuggest:
         assert {"朝練", "体が重"} <= pieces
         assert not {p for p in pieces if p[0] in "したいけどはがい"}, pieces
 
+    def test_a_candidate_the_policy_would_refuse_is_never_offered(self, policy: Policy) -> None:
+        # a Korean message without spaces is one long word; a Korean term has at most 16 characters
+        # (an adversarial pass: the whole suggest run stopped on "invalid policy <suggested>")
+        long_korean, long_latin = "가나다라마바사아자차카타파하거너더러머", "a" * 90
+        labelled = [LabelledRow(1, long_korean, ("injury",), "ko"), LabelledRow(2, f"{long_latin} hurts", ("injury",), "en")]
+        offered = {term for row in labelled for _, term in phrases(row, tokenise(row.question))}
+        assert long_korean not in offered and not {t for t in offered if long_latin in t}
+        assert "hurts" in offered
+        suggest(labelled, policy)  # no PolicyError
+
     def test_a_romanised_word_is_filed_under_its_rows_language_and_an_english_word_under_english(self) -> None:
         # the policy keeps romanised Hindi under hi ("thakan", "neend"); "strength" is English in any row
         row = LabelledRow(1, "bhai aaj thakan hai, strength training skip kar du kya?", ("recovery", "training"), "hi")
