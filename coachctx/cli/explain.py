@@ -225,8 +225,10 @@ def cmd_athletes(args: argparse.Namespace) -> int:
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
     # every fixture read before a line is printed: a broken one is the only output, not a half list
     lines = [f"{athlete:<8} {upstream.describe(athlete)}" for athlete in upstream.athletes()]
-    if lines:
-        print("\n".join(lines))
+    if not lines:
+        raise InputError(f"no athletes in {printable(str(upstream.root))}: an athlete is a fixture file "
+                         "<athlete>.json there (conditions.json holds the cities)")
+    print("\n".join(lines))
     return 0
 
 

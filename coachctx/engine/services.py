@@ -8,6 +8,7 @@ for this athlete") is `never_computed`. Conditions are per city and fetched once
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from collections.abc import Mapping
@@ -226,8 +227,10 @@ class FixtureUpstream:
                 raise InputError(f"unknown athlete {quoted}; sample athletes are: {known}")
             raise InputError(f"athlete {quoted} is not an athlete id (lower-case letters, digits, '-' and '_'; "
                              f"never a path); sample athletes are: {known}")
-        if not isinstance(self._read(athlete), Mapping):  # a broken fixture is refused here, naming the file
+        data = self._read(athlete)
+        if not isinstance(data, Mapping):  # a broken fixture is refused here, naming the file
             raise InputError(f"{self.root / athlete}.json: expected an object")
+        _check_services(data.get("services"), f"{self.root / athlete}.json")
 
     def _athlete(self, athlete: str) -> Mapping[str, Any]:
         self.check(athlete)
@@ -264,6 +267,26 @@ class FixtureUpstream:
         if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float)):
             raise InputError(f"fixture for {service} ({key}): latency_ms: expected a number, got {shown(latency)}")
         return Response(_whole(entry.get("status", 200), "status", 100, 599), entry.get("body"), latency)
+
+
+ATHLETE_SERVICES: Final = tuple(s for s in SERVICES if s != "conditions")
+"""What an athlete's fixture holds; conditions are per city, in `conditions.json`."""
+
+
+def _check_services(services: Any, where: str) -> None:
+    """An athlete's fixture holds a `services` object of `ATHLETE_SERVICES` (one left out answers
+    404, as a service that never computed anything does). A file without one, a typo'd name or a
+    trace saved among the fixtures is refused rather than read as four empty services."""
+    listed = ", ".join(ATHLETE_SERVICES)
+    if not isinstance(services, Mapping):
+        got = "none" if services is None else f"a {type(services).__name__}"
+        raise InputError(f"{where}: expected a `services` object ({listed}; one left out answers 404), got {got}")
+    for name in services:
+        if name not in ATHLETE_SERVICES:
+            close = difflib.get_close_matches(str(name), ATHLETE_SERVICES, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(f"{where}: services.{printable(str(name))}: not a service of an athlete's fixture "
+                             f"({listed}; conditions are per city, in conditions.json){hint}")
 
 
 def _whole(value: Any, what: str, low: int, high: int) -> int:

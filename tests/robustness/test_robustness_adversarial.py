@@ -108,6 +108,10 @@ class TestAthletesListing:
         (tmp_path / "file").write_text("x", encoding="utf-8")
         assert "athletes directory" in cli("athletes", "--athletes-dir", str(tmp_path / "nope")).one_line_error()
         assert "is not a directory" in cli("athletes", "--athletes-dir", str(tmp_path / "file")).one_line_error()
+        (tmp_path / "empty").mkdir()
+        assert cli("athletes", "--athletes-dir", str(tmp_path / "empty")).one_line_error() == (
+            f"coachctx: no athletes in {tmp_path / 'empty'}: an athlete is a fixture file <athlete>.json there "
+            "(conditions.json holds the cities)")
 
     def test_a_fixture_that_is_not_a_file_is_named_as_such(self, cli: Callable[..., Result], tmp_path: Path) -> None:
         root = tmp_path / "athletes"

@@ -334,6 +334,26 @@ class TestAthletes:
         assert report.skipped[0][0] == 1 and "unknown athlete" in report.skipped[0][1]
 
 
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("fixture, message", [
+        ({}, "expected a `services` object (account, baselines, readiness; one left out answers 404), got none"),
+        ({"services": []}, "expected a `services` object (account, baselines, readiness; one left out answers 404), "
+                           "got a list"),
+        ({"services": {"readines": {}}}, "services.readines: not a service of an athlete's fixture (account, "
+                                         "baselines, readiness; conditions are per city, in conditions.json); "
+                                         "did you mean 'readiness'?"),
+    ])
+    def test_a_fixture_without_its_services_is_refused_not_read_as_nothing_computed(
+            self, refused: Callable[..., str], tmp_path: Path, fixture: dict[str, Any], message: str) -> None:
+        # an adversarial pass, 2026-12-07: `{}` or a trace saved among the fixtures read as four
+        # services that computed nothing, the injury context gone without a word
+        athletes = tmp_path / "athletes"
+        shutil.copytree(SAMPLE_ATHLETES_DIR, athletes)
+        (athletes / "broken.json").write_text(json.dumps(fixture), encoding="utf-8")
+        line = refused("explain", PAIN, "--athlete", "broken", "--athletes-dir", str(athletes))
+        assert line == f"coachctx: {athletes / 'broken.json'}: {message}"
+
+
 # --- 4. CLI numbers and argument text ----------------------------------------------------------
 
 
