@@ -25,7 +25,7 @@ from coachctx.engine.policy import INTENTS, SCOPES, Policy
 from coachctx.engine.routing import is_confident
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
-                   "weak-vocabulary", "missing-language", "no-unmatched-set"]
+                   "weak-vocabulary", "missing-language", "no-unmatched-set", "missing-clinical-language"]
 Severity = Literal["error", "warning"]
 
 RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
@@ -38,6 +38,8 @@ RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
     "missing-language": ("warning", "a language used in the vocabulary has no terms for the intent"),
     "no-unmatched-set": ("warning", "the policy has no unmatched section, so a question no term matched sees "
                                     "only general's context"),
+    "missing-clinical-language": ("warning", "a language used in the vocabulary has no clinical terms, so a "
+                                             "question in it that reports pain is never read as clinical"),
 }
 
 
@@ -62,7 +64,7 @@ def lint_policy(policy: Policy) -> list[Finding]:
     lint = _Lint(keys, {intent: _Stemmed(ks) for intent, ks in keys.items()}, _Nested(keys))
     return [*_exclude_conflicts(policy, lint), *_shared_terms(lint), *_unrequested(policy),
             *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
-            *_no_unmatched_set(policy)]
+            *_no_unmatched_set(policy), *_missing_clinical_languages(policy)]
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
@@ -267,6 +269,19 @@ def _no_unmatched_set(policy: Policy) -> Iterable[Finding]:
                        f"no unmatched section: a question no term matched and no model answered sees only "
                        f"general's context ({general}); add one with the readiness lines, the training block "
                        f"and the profile")
+
+
+def _missing_clinical_languages(policy: Policy) -> Iterable[Finding]:
+    """The clinical-question rule keeps `readiness_injury` for a question that reports pain only if
+    a clinical term of its language is in it (an adversarial pass checked a policy without
+    `clinical_terms`: `ok`, and the rule silently off)."""
+    used = dict.fromkeys(lang for by_lang in policy.vocabulary.values() for lang, terms in by_lang.items() if terms)
+    for lang in used:
+        if not policy.clinical_terms.get(lang):  # type: ignore[call-overload]
+            yield _finding("missing-clinical-language", "clinical_terms",
+                           f"no clinical terms in {lang} (the vocabulary has {lang} terms): a question in {lang} "
+                           f"that reports pain is never read as clinical, so readiness_injury stays only where "
+                           f"its route asks for it; add {lang} clinical terms")
 
 
 def _promote_excluded(policy: Policy) -> Iterable[Finding]:

@@ -69,6 +69,7 @@ class TestEachRule:
             for intent, word in (("injury", "怪我"), ("nutrition", "食事"), ("conditions", "天気"),
                                  ("general", "ありがとう")):
                 d["vocabulary"][intent]["ja"] = {word: 1.0}
+            d["clinical_terms"]["ja"] = ["痛い"]
 
         found = lint_edit(small, change)
         assert [(f.code, f.path) for f in found] == [("exclude-conflict", "intents.training.exclude[0]")]
@@ -122,6 +123,13 @@ class TestEachRule:
         found = lint_edit(small, lambda d: d["routing"].update(margin=1.2))
         # training and injury's strongest terms weigh 1.0 and 1.5 ... only those under 1.2 cannot win alone
         assert [f.path for f in found] == ["vocabulary.training"]
+
+    def test_a_vocabulary_language_without_clinical_terms(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["clinical_terms"].pop("es"))
+        assert [(f.code, f.severity, f.path) for f in found] == [
+            ("missing-clinical-language", "warning", "clinical_terms")]
+        assert found[0].message.startswith("no clinical terms in es (the vocabulary has es terms): a question in es "
+                                           "that reports pain is never read as clinical")
 
     def test_missing_language(self, small: Policy) -> None:
         found = lint_edit(small, lambda d: d["vocabulary"]["general"].pop("es"))
