@@ -135,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor retried at exit
         print(f"coachctx: {printable(where + str(e.strerror or e))}", file=sys.stderr)
         return EXIT_USAGE
+    except MemoryError:
+        print("coachctx: out of memory: the input is more than this machine can hold at once; split it "
+              "(a log into files of fewer rows, a long text into shorter ones)", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     finally:

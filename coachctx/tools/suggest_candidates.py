@@ -73,7 +73,7 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
     runs. A function word ("when", "still", "wie"), or a word the matcher reads as one ("whats"),
     is never a term on its own or at a phrase's edge."""
     out: set[tuple[str, str]] = set()
-    words = tokens.words
+    words = tokens.words[:MAX_OFFERING_WORDS]
     for n in range(1, MAX_PHRASE + 1):
         for i in range(len(words) - n + 1):
             part = words[i:i + n]
@@ -89,7 +89,7 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
             if is_function_word(part[0], lang) or is_function_word(part[-1], lang) or not fits(lang, " ".join(part)):
                 continue
             out.add((lang, " ".join(part)))
-    for run in tokens.unspaced.split():
+    for run in tokens.unspaced[:MAX_OFFERING_CHARS].split():
         lang = "ja" if any(script_of(c) in ("Hiragana", "Katakana") for c in run) or row.lang == "ja" else "zh"
         for n in (2, 3, 4):
             out.update((lang, run[i:i + n]) for i in range(len(run) - n + 1) if _a_piece(run, i, i + n))
@@ -97,6 +97,10 @@ def phrases(row: LabelledRow, tokens: Tokens) -> set[tuple[str, str]]:
 
 
 _JAMO: Final = re.compile(r"[\u1100-\u11ff\u3130-\u318f]+")
+MAX_OFFERING_WORDS, MAX_OFFERING_CHARS = 120, 200
+"""A row offers candidates from its first 120 words and 200 Han/Kana characters: the longest
+corpus question has 90 and 52, and a logged row of 2,000 characters of chat would otherwise offer
+about 900 phrases (or 6,000 Han pieces) to hold and measure, about 1.4 MB a row."""
 
 
 def fits(language: str, term: str) -> bool:

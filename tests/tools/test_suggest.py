@@ -26,7 +26,7 @@ from coachctx.tools.suggest import (
     read_labelled,
     suggest,
 )
-from coachctx.tools.suggest_candidates import phrases
+from coachctx.tools.suggest_candidates import MAX_OFFERING_CHARS, MAX_OFFERING_WORDS, phrases
 from coachctx.tools.suggest_log import conflicting_labels
 
 HAMSTRING = [("my hamstring is tight after sprints", ["injury"]), ("hamstring twinge on the hills", ["injury"]),
@@ -147,6 +147,15 @@ class TestSuggest:
         assert long_korean not in offered and not {t for t in offered if long_latin in t}
         assert "hurts" in offered
         suggest(labelled, policy)  # no PolicyError
+
+    def test_a_long_row_offers_candidates_from_its_start_only(self) -> None:
+        # a logged row of 2,000 characters of chat offered ~900 phrases, ~1.4 MB a row (adversarial pass)
+        words = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}x" for i in range(MAX_OFFERING_WORDS + 30)]
+        row = LabelledRow(1, " ".join(words), ("training",), "en")
+        offered = {term for _, term in phrases(row, tokenise(row.question))}
+        assert words[MAX_OFFERING_WORDS - 1] in offered and words[MAX_OFFERING_WORDS] not in offered
+        han = LabelledRow(2, "膝" * MAX_OFFERING_CHARS + "痛" * 50, ("injury",), "ja")
+        assert {term for _, term in phrases(han, tokenise(han.question))} == {"膝膝", "膝膝膝", "膝膝膝膝"}
 
     def test_a_romanised_word_is_filed_under_its_rows_language_and_an_english_word_under_english(self) -> None:
         # the policy keeps romanised Hindi under hi ("thakan", "neend"); "strength" is English in any row
