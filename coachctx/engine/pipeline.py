@@ -86,6 +86,23 @@ def _check_types(bundle: object, policy: object, **names: object) -> None:
             raise InputError(f"{name} must be text, got {type(value).__name__}")
 
 
+def _check_options(*, classifier: object, policy_source: object, policy_version: object,
+                   soften_excludes: object, recorded_route: object, count_naive: object) -> None:
+    """`select`'s keyword options of the wrong kind, refused by name (an adversarial pass met
+    `policy_source=None` as "unhashable type: 'slice'" and `soften_excludes="no"` read as true)."""
+    if classifier is not None and not callable(classifier):
+        raise InputError(f"classifier must be callable (question -> label) or None, got {type(classifier).__name__}")
+    if not isinstance(policy_source, str):
+        raise InputError(f"policy_source must be text, got {type(policy_source).__name__}")
+    if policy_version is not None and not isinstance(policy_version, str):
+        raise InputError(f"policy_version must be text or None, got {type(policy_version).__name__}")
+    for name, flag in (("soften_excludes", soften_excludes), ("count_naive", count_naive)):
+        if not isinstance(flag, bool):
+            raise InputError(f"{name} must be True or False, got {shown(flag)}")
+    if recorded_route is not None and not isinstance(recorded_route, Route):
+        raise InputError(f"recorded_route must be a Route (from a trace) or None, got {type(recorded_route).__name__}")
+
+
 def resolve_budget(policy: Policy, tier: str, budget: int | None) -> int:
     if budget is not None:
         if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
@@ -121,6 +138,8 @@ def select(
     """
     question, requested, spend = _checked(question, bundle, policy, scope=scope, tier=tier, budget=budget,
                                           cost_mode=cost_mode)
+    _check_options(classifier=classifier, policy_source=policy_source, policy_version=policy_version,
+                   soften_excludes=soften_excludes, recorded_route=recorded_route, count_naive=count_naive)
     tokens = tokenise(question)
 
     decided = recorded_route if recorded_route is not None else route(tokens, policy, classifier)

@@ -140,6 +140,23 @@ class TestLibraryArgumentsOfTheWrongKind:
             select("knee pain", args["bundle"], args["policy"], **extra)
 
     @pytest.mark.timeout(20)
+    @pytest.mark.parametrize(("option", "value", "message"), [
+        ("policy_source", None, r"^policy_source must be text, got NoneType$"),
+        ("policy_version", 5, r"^policy_version must be text or None, got int$"),
+        ("recorded_route", "injury", r"^recorded_route must be a Route \(from a trace\) or None, got str$"),
+        ("soften_excludes", "no", r"^soften_excludes must be True or False, got 'no'$"),
+        ("count_naive", 1, r"^count_naive must be True or False, got 1$"),
+        ("classifier", "x", r"^classifier must be callable \(question -> label\) or None, got str$"),
+    ])
+    def test_options_of_the_wrong_kind_are_refused_by_name(self, option: str, value: Any, message: str) -> None:
+        # an adversarial pass, 2026-12-07: "unhashable type: 'slice'", an AttributeError, "no" read as true
+        from coachctx.engine.pipeline import select
+        from coachctx.engine.services import FixtureUpstream, fetch_bundle
+
+        with pytest.raises(InputError, match=message):
+            select("knee pain", fetch_bundle(FixtureUpstream(), "maya"), load_policy(), **{option: value})
+
+    @pytest.mark.timeout(20)
     @pytest.mark.parametrize("answer", ["injury", None, 3])
     def test_a_classifier_answering_the_wrong_kind_is_a_model_error(self, answer: Any) -> None:
         from coachctx.engine.pipeline import select
