@@ -7,6 +7,9 @@ Without a key or a base URL there is no classifier and routing records `fallback
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import ssl
 import time
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -110,8 +113,29 @@ def _describe(e: Exception) -> str:
         return f"HTTP {e.status_code}"
     if isinstance(e, openai.APIError):
         return clip(f"{type(e).__name__}: {e}", MAX_ERROR_CHARS)
+    local = _local_setup_problem(e)
+    if local is not None:
+        return clip(local, MAX_ERROR_CHARS)
     # an answer the SDK cannot read as a chat completion (HTML, plain text)
     return f"the endpoint's answer is not a chat completion ({type(e).__name__})"
+
+
+_LOCAL_SETTINGS: Final = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
+"""Variables the HTTP client reads on its own: a problem with one is this machine's, not the endpoint's."""
+
+
+def _local_setup_problem(e: Exception) -> str | None:
+    """What went wrong on this machine before any answer came back (an adversarial pass: a SOCKS
+    proxy without its package, a proxy that is no URL, a missing CA file were all reported as "the
+    endpoint's answer is not a chat completion"), naming the settings in play; None for anything else."""
+    found = cause(e, ImportError) or cause(e, FileNotFoundError) or cause(e, ssl.SSLError) or cause(e, ValueError)
+    if found is None or isinstance(found, json.JSONDecodeError | UnicodeError):  # an answer that is not JSON
+        return None
+    # names only: a proxy URL may hold a password, and this text goes into the Decision and its trace
+    shown_settings = ", ".join(k for k in _LOCAL_SETTINGS if os.environ.get(k)) or "none set"
+    what = str(found) or type(found).__name__
+    return (f"the HTTP client failed on this machine before the endpoint answered ({type(found).__name__}: "
+            f"{what}); check the proxy and certificate settings (set: {shown_settings})")
 
 
 def _ms(started: float) -> float:

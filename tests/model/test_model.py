@@ -124,6 +124,29 @@ class TestOpenAIClassifier:
         assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "model_error")
         _assert_both_readiness_selected(d)
 
+    def test_an_answer_that_is_not_json_is_the_endpoints_problem_not_this_machines(
+            self, chat: ChatServer, policy: Policy, maya: Bundle) -> None:
+        chat.behaviour = ChatBehaviour(raw_body=b"<html>bad gateway</html>", content_type="text/html")
+        d = select(PAIN, maya, policy, classifier=_classifier(chat))
+        assert "the endpoint's answer is not a chat completion" in d.intent.reason
+        assert "on this machine" not in d.intent.reason
+
+    @pytest.mark.parametrize(("env", "found"), [
+        ({"ALL_PROXY": "socks5://user:secret@127.0.0.1:1"}, "ImportError: Using SOCKS proxy"),
+        ({"HTTP_PROXY": "bogus://x"}, "ValueError: Unknown scheme for proxy URL"),
+    ])
+    def test_a_local_network_setting_is_named_not_blamed_on_the_endpoint(
+            self, chat: ChatServer, policy: Policy, maya: Bundle, monkeypatch: pytest.MonkeyPatch,
+            env: dict[str, str], found: str) -> None:
+        # an adversarial pass: each read "the endpoint's answer is not a chat completion (ImportError)"
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        d = select(PAIN, maya, policy, classifier=_classifier(chat))
+        assert (d.intent.source, d.intent.fallback_reason) == ("fallback", "model_error")
+        assert f"the HTTP client failed on this machine before the endpoint answered ({found}" in d.intent.reason
+        assert f"set: {', '.join(env)}" in d.intent.reason and "secret" not in d.intent.reason
+        assert chat.requests == []
+
     def test_truncated_json_is_a_model_error(self, chat: ChatServer, policy: Policy, maya: Bundle) -> None:
         chat.behaviour = ChatBehaviour(raw_body=b'{"choices": [')
         d = select(PAIN, maya, policy, classifier=_classifier(chat))
