@@ -213,8 +213,11 @@ class TestStore:
         assert resolve_policy("live", url).version == 1
 
     @pytest.mark.parametrize(("url", "message"), [
-        ("sqlite:///{tmp}/x.sqlite?timeout=abc", r"^cannot use store sqlite:///.*x\.sqlite\?timeout=abc: could not "
-                                                 r"convert string to float: 'abc'$"),
+        ("sqlite:///{tmp}/x.sqlite?timeout=abc", r"^store sqlite:///.*x\.sqlite\?timeout=abc: timeout must be a "
+                                                 r"number of seconds from 0 to 3600, got 'abc'$"),
+        ("sqlite:///{tmp}/x.sqlite?timeout=-5", r"timeout must be a number of seconds from 0 to 3600, got '-5'$"),
+        ("sqlite:///{tmp}/x.sqlite?timeout=nan", r"timeout must be a number of seconds from 0 to 3600, got 'nan'$"),
+        ("sqlite:///{tmp}/x.sqlite?timeout=1e999", r"got '1e999'$"),
         ("sqlite:///{tmp}/\udcff.sqlite", r"^store URL '.*\\\\udcff\.sqlite' holds the character U\+DCFF"),
         ("sqlite:///{tmp}/a\nb.sqlite", r"^store URL '.*a\\\\nb\.sqlite' holds the character U\+000A"),
         ("sqlite://", r"^store sqlite:// is an in-memory SQLite database, which forgets everything"),
@@ -222,7 +225,7 @@ class TestStore:
         ("sqlite:///{tmp}/x.sqlite?mode=ro", r"^store sqlite:///.*x\.sqlite\?mode=ro: the SQLite URL argument\(s\) "
                                             r"mode are not taken here; a store URL takes only timeout"),
         ("sqlite:///{tmp}/x.sqlite?uri=true&mode=memory", r"argument\(s\) mode, uri are not taken here"),
-    ], ids=["bad-query-argument", "lone-surrogate", "newline", "in-memory", "in-memory-file-name", "read-only-mode",
+    ], ids=["bad-query-argument", "negative-timeout", "nan-timeout", "endless-timeout", "lone-surrogate", "newline", "in-memory", "in-memory-file-name", "read-only-mode",
             "uri-memory"])
     def test_a_store_url_that_is_not_usable_is_a_store_error(self, tmp_path: Path, url: str, message: str) -> None:
         (tmp_path / "x.sqlite").touch()

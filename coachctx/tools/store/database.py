@@ -3,6 +3,7 @@ the checks on a SQLite file, and the database errors every operation turns into 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -123,6 +124,8 @@ def locked_hint(cause: object) -> str:
 
 SQLITE_QUERY: Final = frozenset({"timeout"})
 """The SQLite URL arguments a store takes: the wait for a lock, in seconds."""
+MAX_SQLITE_TIMEOUT_S: Final = 3600.0
+"""An hour: `?timeout=-5`, `nan` and `1e999` were taken as they were (an adversarial pass)."""
 
 
 def _check_sqlite_url(url: sa.engine.URL, shown: str) -> None:
@@ -136,6 +139,15 @@ def _check_sqlite_url(url: sa.engine.URL, shown: str) -> None:
     if unknown:
         raise StoreError(f"store {shown}: the SQLite URL argument(s) {', '.join(unknown)} are not taken here; "
                          f"a store URL takes only {', '.join(sorted(SQLITE_QUERY))}")
+    timeout = url.query.get("timeout")
+    if timeout is not None:
+        try:
+            seconds = float(timeout if isinstance(timeout, str) else timeout[-1])
+        except ValueError:
+            seconds = math.nan
+        if not 0 <= seconds <= MAX_SQLITE_TIMEOUT_S:  # NaN, a negative or an endless wait
+            raise StoreError(f"store {shown}: timeout must be a number of seconds from 0 to {MAX_SQLITE_TIMEOUT_S:g}, "
+                             f"got {timeout!r}")
 
 
 def _check_sqlite_file(path: Path, *, create: bool = True) -> None:
