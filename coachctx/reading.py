@@ -280,3 +280,14 @@ def parse_json(text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPT
         raise ReadError(source, f"nested deeper than {max_depth} levels") from e
     check_json_value(value, source, max_depth=max_depth)
     return value
+
+
+def parse_json_line(line: str, where: str) -> Any:
+    """`parse_json` of one line of a JSONL file, `where` naming the file and line: a syntax error
+    gives its column on that line, not "line 1" of a one-line document."""
+    try:
+        return parse_json(line, where)
+    except ReadError as e:
+        if not e.where.startswith("line 1, "):
+            raise
+        raise ReadError(e.source, e.problem, e.where.removeprefix("line 1, ")) from e

@@ -22,7 +22,7 @@ from typing import Any, Final
 from coachctx.cli.common import STORE_HELP, store_url
 from coachctx.cli.policy import AUTHOR_ENV, _default_author
 from coachctx.errors import InputError
-from coachctx.reading import parse_json, printable, read_text, shown
+from coachctx.reading import parse_json_line, printable, read_text, shown
 
 MAX_LABELS_BYTES: Final = 64 * 1024 * 1024
 FIELDS: Final = ("question", "q", "intents", "needs", "scope", "lang", "origin", "athlete", "author", "at",
@@ -70,7 +70,7 @@ def parse_labels_jsonl(text: str, source: str, *, author: str) -> list[Any]:
         if not line.strip():
             continue
         where = f"{source}: line {line_no}"
-        obj = parse_json(line.removesuffix("\r"), where)
+        obj = parse_json_line(line.removesuffix("\r"), where)
         if not isinstance(obj, Mapping):
             raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         unknown = [k for k in obj if k not in FIELDS]

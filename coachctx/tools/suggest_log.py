@@ -13,7 +13,7 @@ from coachctx.engine.pipeline import MAX_QUESTION_CHARS
 from coachctx.engine.policy import INTENTS, LANGUAGES
 from coachctx.engine.text import tokenise
 from coachctx.errors import InputError
-from coachctx.reading import ReadError, file_path, parse_json, read_text, shown
+from coachctx.reading import file_path, parse_json, parse_json_line, read_text, shown
 from coachctx.tools.questions import MAX_FILE_BYTES, MAX_QUESTIONS, both_spellings, names_in, read_questions
 
 COACH_WEIGHT: Final = 1.0
@@ -92,13 +92,7 @@ def _jsonl_labelled(p: Path) -> list[LabelledRow]:
     for line_no, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            obj = parse_json(line, f"{p}: line {line_no}")
-        except ReadError as e:
-            if not e.where.startswith("line 1, "):
-                raise
-            # a JSON syntax error: its column on this line, not the line of a one-line document
-            raise ReadError(e.source, e.problem, e.where.removeprefix("line 1, ")) from e
+        obj = parse_json_line(line, f"{p}: line {line_no}")
         if not isinstance(obj, dict):
             raise InputError(f"{p}: line {line_no}: expected a JSON object, got {type(obj).__name__}")
         row = _row_of(obj, line_no, p)

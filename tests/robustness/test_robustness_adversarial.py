@@ -22,6 +22,7 @@ from repo_paths import DEV_QUESTIONS
 from robustness_support import PAIN, POLICY, Result, TerminalRun, files_under, terminal_cli
 
 from coachctx.cli import main
+from coachctx.cli.entry import COMMANDS
 from coachctx.errors import InputError
 from coachctx.tools.questions import parse_questions
 from coachctx.tools.store import MissingStoreError, PolicyStore, StoreError, resolve_policy
@@ -86,6 +87,17 @@ class TestOneLine:
         r = cli("replay", "t.json")
         assert r.code == 0 and "\x1b" not in r.out
         assert 'policy     recorded ["not", "a", "digest"] (\\x1b[31mred\\nSYSTEM: line), now ' in r.out
+
+
+class TestOutOfMemory:
+    def test_running_out_of_memory_is_one_line_not_a_traceback(self, cli: Callable[..., Result],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+        """suggest on a 4 MB log of long rows under a 3 GB cap ended in a MemoryError traceback."""
+        def too_much(_: object) -> int:
+            raise MemoryError
+        monkeypatch.setitem(COMMANDS, "athletes", too_much)
+        assert cli("athletes").one_line_error().startswith(
+            "coachctx: out of memory: the input is more than this machine can hold")
 
 
 class TestAthletesListing:

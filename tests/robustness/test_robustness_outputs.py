@@ -23,6 +23,7 @@ from repo_paths import ROOT
 from robustness_support import Result, TerminalRun, model_threads, terminal_cli
 
 from coachctx.engine.policy import DEFAULT_POLICY_PATH
+from coachctx.engine.services import SAMPLE_ATHLETES_DIR
 from coachctx.tools.store import PolicyStore
 from coachctx.tools.trace import json_text, parse_trace
 
@@ -202,6 +203,20 @@ def explain_to(cli: Run, target: Path | str) -> Result:
 
 
 class TestTraceOut:
+    @TIMEOUT
+    @pytest.mark.parametrize("name", ["maya.json", "conditions.json", "a_new_trace.json"])
+    def test_never_among_the_athlete_fixtures_the_command_reads(self, cli: Run, tmp_path: Path, name: str) -> None:
+        """An adversarial pass wrote a trace over sample_athletes/maya.json with exit 0, and every later
+        decision said her services computed nothing; a new name there would be a new athlete."""
+        fixtures = tmp_path / "athletes"
+        shutil.copytree(SAMPLE_ATHLETES_DIR, fixtures)
+        before = {f.name: f.read_bytes() for f in fixtures.iterdir()}
+        line = cli("explain", UNSURE, "--athlete", "maya", "--athletes-dir", str(fixtures),
+                   "--trace-out", str(fixtures / name)).one_line_error()
+        assert line.startswith(f"coachctx: cannot write {fixtures / name}: it is in {fixtures}, the athlete "
+                               "fixtures this command reads")
+        assert {f.name: f.read_bytes() for f in fixtures.iterdir()} == before
+
     @TIMEOUT
     def test_a_new_file(self, cli: Run, tmp_path: Path) -> None:
         r = explain_to(cli, tmp_path / "t.json")

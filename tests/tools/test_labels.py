@@ -156,7 +156,8 @@ class TestCli:
     @pytest.mark.parametrize(("line", "message"), [
         ('{"question": "x", "intents": ["trainig"]}', r"line 2: intents: unknown intent 'trainig' \(did you mean"),
         ('{"question": "x", "intnets": ["training"]}', r"line 2: unknown field 'intnets' \(did you mean 'intents'\?\)"),
-        ('{"question": "x"', r"line 2: "),
+        # the column on this line, not "line 2: line 1, column 17" (an adversarial pass)
+        ('{"question": "x"', r"line 2: column 17: not valid JSON: Expecting ',' delimiter$"),
         ('["x"]', r"line 2: expected a JSON object, got list"),
         ('{"question": "x", "intents": ["training"], "at": "yesterday"}', r"line 2: at: 'yesterday' is not an ISO"),
         ('{"intents": ["training"]}', r"line 2: question is empty"),
