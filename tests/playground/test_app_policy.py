@@ -179,8 +179,8 @@ class TestExportImport:
         assert pg.export_policy_yaml(again) == exported
 
     def test_import_refuses_oversized_files_before_parsing(self) -> None:
-        with pytest.raises(PolicyError, match=r"^invalid policy big\.yaml: big\.yaml is 524,289 bytes; a policy file "
-                                              r"may be at most 524,288 bytes \(512 KB\)"):
+        with pytest.raises(PolicyError, match=r"^invalid policy big\.yaml: big\.yaml is 1,048,577 bytes; a policy "
+                                              r"file may be at most 1,048,576 bytes \(1 MB\)"):
             pg.import_policy_bytes(b"#" * (pg.MAX_IMPORT_BYTES + 1), "big.yaml")
 
     def test_import_refuses_non_utf8_and_object_tags(self) -> None:
