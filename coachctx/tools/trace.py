@@ -3,6 +3,7 @@ engineer can reproduce a reported answer and see whether today's policy decides 
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -174,6 +175,8 @@ def write_text_atomic(path: str | Path, text: str, *, inputs: Sequence[str | Pat
         # the name cut short: a target name near the file system's limit still leaves room for the temp's
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:64]}.", suffix=".tmp", dir=parent)
     except OSError as e:  # name the file the user asked for, not the temporary one
+        if e.errno == errno.ENOENT and parent.is_dir():  # /proc, /sys: the folder is there but takes no new file
+            raise InputError(f"cannot write {p}: {parent} takes no new files ({e.strerror})") from e
         raise InputError(f"cannot write {p}: {e.strerror or e}") from e
     try:
         os.fchmod(fd, _mode_for(p))

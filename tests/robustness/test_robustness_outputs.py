@@ -218,6 +218,13 @@ class TestTraceOut:
         assert {f.name: f.read_bytes() for f in fixtures.iterdir()} == before
 
     @TIMEOUT
+    @pytest.mark.skipif(not Path("/proc/version").is_file(), reason="no /proc here")
+    def test_a_folder_that_takes_no_new_files_is_named(self, cli: Run) -> None:
+        """It said "No such file or directory" of a file that exists (an adversarial pass)."""
+        assert explain_to(cli, "/proc/version").one_line_error() == \
+            "coachctx: cannot write /proc/version: /proc takes no new files (No such file or directory)"
+
+    @TIMEOUT
     def test_a_new_file(self, cli: Run, tmp_path: Path) -> None:
         r = explain_to(cli, tmp_path / "t.json")
         assert r.code == 0 and f"trace written to {tmp_path / 't.json'}" in r.out
