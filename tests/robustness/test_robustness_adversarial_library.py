@@ -88,6 +88,16 @@ class TestLibraryArguments:
         with pytest.raises(InputError, match=rf"^<{kind}>: expected the path of a labelled log, got "):
             read_labelled(path)
 
+    def test_fetch_bundle_with_its_arguments_swapped_is_refused(self) -> None:
+        # they read as four unreachable services (an adversarial pass)
+        from coachctx.engine.services import FixtureUpstream, fetch_bundle
+
+        with pytest.raises(InputError, match=r"^upstream must be an Upstream \(FixtureUpstream, or anything with "
+                                             r"call\(service, key\)\), got str$"):
+            fetch_bundle("maya", FixtureUpstream())  # type: ignore[arg-type]
+        with pytest.raises(InputError, match=r"^athlete must be an athlete id \(text\), got int$"):
+            fetch_bundle(FixtureUpstream(), 7)  # type: ignore[arg-type]
+
     @pytest.mark.parametrize("text", [None, 5, ["a"]], ids=["none", "int", "list"])
     def test_text_that_is_not_text_is_one_line(self, text: Any) -> None:
         kind = type(text).__name__
