@@ -106,6 +106,12 @@ def model_settings(env: Mapping[str, str] | None = None, secrets: Mapping[str, A
             problems.append(str(e))
             return default
 
+    for name in SDK_HEADER_SETTINGS:  # the SDK reads these itself and sends them as headers
+        value = (os.environ if env is None else env).get(name)
+        if isinstance(value, str) and value and not _HEADER_SAFE.fullmatch(value):
+            bad = next(ch for ch in value if not _HEADER_SAFE.fullmatch(ch))
+            problems.append(f"{name} (from {ENVIRONMENT}) holds the character U+{ord(bad):04X}, which an HTTP header "
+                            "cannot carry")
     return ModelSettings(
         api_key=checked(key, check_api_key, key[0]), base_url=checked(url, check_base_url, url[0]),
         model=pick("COACHCTX_MODEL")[0] or DEFAULT_MODEL,
@@ -166,6 +172,11 @@ def check_base_url(value: str | None, where: str = ENVIRONMENT) -> str | None:
     if problem is not None:
         raise InputError(f"OPENAI_BASE_URL={_shown(value)} (from {where}) is not a usable URL: {problem}")
     return value
+
+
+SDK_HEADER_SETTINGS: Final = ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+"""Read by the OpenAI SDK from the environment and sent as headers: a newline in one failed every
+call as "Connection error" (an adversarial pass); refused as a setting instead."""
 
 
 def check_api_key(value: str | None, where: str = ENVIRONMENT) -> str | None:

@@ -88,6 +88,15 @@ class TestModelSettings:
         with pytest.raises(InputError, match=r"^OPENAI_BASE_URL='ftp://x' \(from the environment\) is not a usable URL"):
             classifier_for(settings)
 
+    @pytest.mark.parametrize("name", ["OPENAI_ORG_ID", "OPENAI_PROJECT_ID"])
+    def test_a_header_the_sdk_reads_itself_is_checked_like_the_key(self, name: str) -> None:
+        # a newline in OPENAI_ORG_ID failed every call as "Connection error" (an adversarial pass)
+        settings = model_settings({"OPENAI_API_KEY": "k", name: "org\nx"})
+        with pytest.raises(InputError, match=rf"^{name} \(from the environment\) holds the character U\+000A, which "
+                                             r"an HTTP header cannot carry$"):
+            classifier_for(settings)
+        assert model_settings({"OPENAI_API_KEY": "k", name: "org-123"}).problem is None
+
     def test_settings_are_a_value_read_once(self) -> None:
         env = {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "COACHCTX_REPLY_TIMEOUT": "7"}
         settings = model_settings(env)
