@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
-from pathlib import Path
 from typing import Any, Final
 
 from coachctx.cli.common import (
@@ -65,9 +63,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
                       cost_mode=args.costs, classifier=classifier, policy_source=source,
                       policy_version=version)
     if args.trace_out:
-        _refuse_athletes_dir(args.trace_out, upstream.root)
+        # the athlete fixtures are a folder read whole: a trace among them would be read as an athlete
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget),
-                          inputs=[args.policy] if args.policy is not None else [])
+                          inputs=[*([args.policy] if args.policy is not None else []), upstream.root])
     if args.json:
         print_json(decision.to_json())
     else:
@@ -75,20 +73,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if args.trace_out:
             print(f"\ntrace written to {printable(args.trace_out)}")
     return 0
-
-
-def _refuse_athletes_dir(trace_out: str, athletes: Path) -> None:
-    """A trace is never written among the athlete fixtures: every JSON file there is an athlete or
-    the conditions, so `--trace-out sample_athletes/maya.json` would replace maya with a trace (and
-    every later decision would say her services computed nothing), and a new name would add an athlete."""
-    try:
-        inside = os.path.samefile(Path(trace_out).parent if str(Path(trace_out).parent) else ".", athletes)
-    except OSError:  # the folder does not exist: writing will say so
-        return
-    if inside:
-        raise InputError(f"cannot write {printable(trace_out)}: it is in {printable(str(athletes))}, the athlete "
-                         "fixtures this command reads (every JSON file there is an athlete or the conditions); "
-                         "give a file elsewhere")
 
 
 def render_text(d: Decision, *, with_prompt: bool = False) -> str:

@@ -147,8 +147,20 @@ def _is_sqlite(p: Path) -> bool:
 
 
 def _refuse_inputs(p: Path, inputs: Sequence[str | Path]) -> None:
-    """The file a command reads is never the file it writes (`--trace-out` naming the `--policy`)."""
+    """The file a command reads is never the file it writes (`--trace-out` naming the `--policy`),
+    nor a file in a folder it reads whole (`--trace-out sample_athletes/maya.json` replaced maya with
+    a trace, and every later decision said her services computed nothing; a new name there would be
+    a new athlete)."""
     for given in inputs:
+        if os.path.isdir(given):
+            try:
+                inside = os.path.samefile(p.parent if str(p.parent) else ".", given)
+            except OSError:  # the folder written to is missing: writing will say so
+                continue
+            if inside:
+                raise InputError(f"cannot write {p}: it is in {given}, a folder this command reads "
+                                 "whole (every JSON file there is read as input); give a file elsewhere")
+            continue
         try:
             same = os.path.samefile(p, given)
         except OSError:  # either is missing: not the same file

@@ -213,8 +213,8 @@ class TestTraceOut:
         before = {f.name: f.read_bytes() for f in fixtures.iterdir()}
         line = cli("explain", UNSURE, "--athlete", "maya", "--athletes-dir", str(fixtures),
                    "--trace-out", str(fixtures / name)).one_line_error()
-        assert line.startswith(f"coachctx: cannot write {fixtures / name}: it is in {fixtures}, the athlete "
-                               "fixtures this command reads")
+        assert line == (f"coachctx: cannot write {fixtures / name}: it is in {fixtures}, a folder this command reads "
+                        "whole (every JSON file there is read as input); give a file elsewhere")
         assert {f.name: f.read_bytes() for f in fixtures.iterdir()} == before
 
     @TIMEOUT
