@@ -86,14 +86,12 @@ def _check_types(bundle: object, policy: object, **names: object) -> None:
             raise InputError(f"{name} must be text, got {type(value).__name__}")
 
 
-def _check_options(*, classifier: object, policy_source: object, policy_version: object,
+def _check_options(*, classifier: object, policy_version: object,
                    soften_excludes: object, recorded_route: object, count_naive: object) -> None:
     """`select`'s keyword options of the wrong kind, refused by name (an adversarial pass met
     `policy_source=None` as "unhashable type: 'slice'" and `soften_excludes="no"` read as true)."""
     if classifier is not None and not callable(classifier):
         raise InputError(f"classifier must be callable (question -> label) or None, got {type(classifier).__name__}")
-    if not isinstance(policy_source, str):
-        raise InputError(f"policy_source must be text, got {type(policy_source).__name__}")
     if policy_version is not None and not isinstance(policy_version, str):
         raise InputError(f"policy_version must be text or None, got {type(policy_version).__name__}")
     for name, flag in (("soften_excludes", soften_excludes), ("count_naive", count_naive)):
@@ -137,8 +135,8 @@ def select(
     decision would count) out: `tokens.naive`, `tokens.saved_pct` and `prompt.naive_messages` are None.
     """
     question, requested, spend = _checked(question, bundle, policy, scope=scope, tier=tier, budget=budget,
-                                          cost_mode=cost_mode)
-    _check_options(classifier=classifier, policy_source=policy_source, policy_version=policy_version,
+                                          cost_mode=cost_mode, policy_source=policy_source)
+    _check_options(classifier=classifier, policy_version=policy_version,
                    soften_excludes=soften_excludes, recorded_route=recorded_route, count_naive=count_naive)
     tokens = tokenise(question)
 
@@ -195,11 +193,11 @@ def _decision(question: str, bundle: Bundle, policy: Policy, decided: Route, pla
 
 
 def _checked(question: str, bundle: Bundle, policy: Policy, *, scope: str, tier: str, budget: int | None,
-             cost_mode: str) -> tuple[str, ScopeRequest, int]:
+             cost_mode: str, policy_source: str) -> tuple[str, ScopeRequest, int]:
     """The question stripped, the scope requested and the budget to spend; InputError for any
     unusable argument."""
     question = check_question(question)
-    _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode)
+    _check_types(bundle, policy, scope=scope, tier=tier, cost_mode=cost_mode, policy_source=policy_source)
     if scope not in SCOPE_REQUESTS:
         raise InputError(f"unknown scope {shown(scope)}; use one of: {', '.join(SCOPE_REQUESTS)}")
     if cost_mode not in COST_MODES:

@@ -77,6 +77,12 @@ Language = Literal["en", "es", "de", "fr", "pt", "it", "ru", "nl", "sv", "da", "
                    "hi", "id", "vi", "ja", "zh", "ko"]
 MAX_TERM_CHARS: Final = 80
 Term = Annotated[str, Field(strict=True, min_length=1, max_length=MAX_TERM_CHARS)]
+
+
+def term_chars_limit(language: str) -> int:
+    """The most characters a term of this language may have: `MAX_UNSPACED_TERM_CHARS` where terms
+    match as substrings or word starts (Japanese, Chinese, Korean), else `MAX_TERM_CHARS`."""
+    return MAX_UNSPACED_TERM_CHARS if LANGUAGES[language] in ("substring", "prefix") else MAX_TERM_CHARS
 MAX_PROBLEMS_SHOWN: Final = 20
 """A policy with 40,000 unknown keys is named by its first problems, not 40,000 lines."""
 MIN_WEIGHT: Final = 0.000001
@@ -270,7 +276,7 @@ class Policy(_Strict):
             if exact and LANGUAGES[language] in ("substring", "prefix"):
                 raise ValueError(f"{where}.{language}: {shown(term)}: exact terms ({EXACT_MARK}word) are for spaced "
                                  f"scripts; {language} terms already match as written")
-            if LANGUAGES[language] in ("substring", "prefix") and len(term) > MAX_UNSPACED_TERM_CHARS:
+            if len(term) > term_chars_limit(language):
                 raise ValueError(f"{where}.{language}: the term {shown(term)} has {len(term)} characters; "
                                  f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
             dead = never_matches(term, language, LANGUAGES[language], matched)

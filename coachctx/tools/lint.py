@@ -275,8 +275,7 @@ def _missing_clinical_languages(policy: Policy) -> Iterable[Finding]:
     """The clinical-question rule keeps `readiness_injury` for a question that reports pain only if
     a clinical term of its language is in it (an adversarial pass checked a policy without
     `clinical_terms`: `ok`, and the rule silently off)."""
-    used = dict.fromkeys(lang for by_lang in policy.vocabulary.values() for lang, terms in by_lang.items() if terms)
-    for lang in used:
+    for lang in _vocabulary_languages(policy):
         if not policy.clinical_terms.get(lang):  # type: ignore[call-overload]
             yield _finding("missing-clinical-language", "clinical_terms",
                            f"no clinical terms in {lang} (the vocabulary has {lang} terms): a question in {lang} "
@@ -318,9 +317,13 @@ def _weak_vocabulary(policy: Policy) -> Iterable[Finding]:
                        f"{margin:g} ({why}): a question naming one {intent} term never routes by the rules")
 
 
+def _vocabulary_languages(policy: Policy) -> list[str]:
+    """The languages some intent has terms in, in the order the vocabulary first uses them."""
+    return list(dict.fromkeys(lang for by_lang in policy.vocabulary.values() for lang, terms in by_lang.items() if terms))
+
+
 def _missing_languages(policy: Policy) -> Iterable[Finding]:
-    used = [lang for by_lang in policy.vocabulary.values() for lang, terms in by_lang.items() if terms]
-    languages = list(dict.fromkeys(used))
+    languages = _vocabulary_languages(policy)
     for intent in INTENTS:
         have = {lang for lang, terms in policy.vocabulary.get(intent, {}).items() if terms}  # type: ignore[call-overload]
         missing = [lang for lang in languages if lang not in have]

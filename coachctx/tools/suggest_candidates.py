@@ -11,7 +11,7 @@ from typing import Final
 
 from coachctx.engine.common_words import everyday_words, function_words
 from coachctx.engine.matching import term_matching
-from coachctx.engine.policy import LANGUAGES, MAX_TERM_CHARS, MAX_UNSPACED_TERM_CHARS
+from coachctx.engine.policy import LANGUAGES, term_chars_limit
 from coachctx.engine.text import Tokens, script_of, stem_variants, tokenise
 from coachctx.tools.suggest_log import LabelledRow
 
@@ -104,11 +104,9 @@ about 900 phrases (or 6,000 Han pieces) to hold and measure, about 1.4 MB a row.
 
 
 def fits(language: str, term: str) -> bool:
-    """Whether the policy would take the term: at most `MAX_TERM_CHARS` characters, and at most
-    `MAX_UNSPACED_TERM_CHARS` in a language matched as substrings or word starts (a Korean chat
-    message without spaces is one long word, which the policy refuses as a term)."""
-    limit = MAX_UNSPACED_TERM_CHARS if LANGUAGES[language] in ("substring", "prefix") else MAX_TERM_CHARS
-    return len(term) <= limit
+    """Whether the policy would take the term's length (`term_chars_limit`: a Korean chat message
+    without spaces is one long word, which the policy refuses as a term)."""
+    return len(term) <= term_chars_limit(language)
 
 
 FUNCTION_STEM_TOP: Final = 100
