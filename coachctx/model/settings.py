@@ -84,7 +84,8 @@ def model_settings(env: Mapping[str, str] | None = None, secrets: Mapping[str, A
     """The settings from `env` (the process environment when None), then `secrets` for what the
     environment leaves unset; a key typed for this session wins over both. Never raises: see
     `ModelSettings.problem`."""
-    sources = (ENVIRONMENT, os.environ if env is None else env), (SECRETS_FILE, secrets or {})
+    environment = os.environ if env is None else env
+    sources = (ENVIRONMENT, environment), (SECRETS_FILE, secrets or {})
 
     def pick(name: str) -> tuple[str | None, str]:
         for where, values in sources:
@@ -107,7 +108,7 @@ def model_settings(env: Mapping[str, str] | None = None, secrets: Mapping[str, A
             return default
 
     for name in SDK_HEADER_SETTINGS:  # the SDK reads these itself and sends them as headers
-        value = (os.environ if env is None else env).get(name)
+        value = environment.get(name)
         if isinstance(value, str) and value and not _HEADER_SAFE.fullmatch(value):
             bad = next(ch for ch in value if not _HEADER_SAFE.fullmatch(ch))
             problems.append(f"{name} (from {ENVIRONMENT}) holds the character U+{ord(bad):04X}, which an HTTP header "
