@@ -20,7 +20,13 @@ from bench.workload import ROOT, LogRow, Row, question_log
 from coachctx.engine.audit import audit
 from coachctx.engine.availability import FragmentFact, facts
 from coachctx.engine.decision import Decision
-from coachctx.engine.matching import clinical_terms_in, forget_words, infer_scope, named_fragments_in
+from coachctx.engine.matching import (
+    clinical_terms_in,
+    forget_words,
+    infer_scope,
+    named_fragments_in,
+    unread_words_in,
+)
 from coachctx.engine.pipeline import check_question, plan_for, select
 from coachctx.engine.plan import Plan
 from coachctx.engine.policy import Policy
@@ -78,7 +84,7 @@ def route_and_select(question: str, fragment_facts: Mapping[str, FragmentFact], 
     effective, _ = infer_scope(tokens, policy)
     clinical = clinical_terms_in(tokens, policy)
     plan = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
-                    named=named_fragments_in(tokens, policy))
+                    named=named_fragments_in(tokens, policy), unread=unread_words_in(tokens, policy))
     audit(decided, plan, policy, clinical)
     return plan
 

@@ -14,6 +14,9 @@ other intents the question has evidence for.
 - A fragment the question names through the policy's `fragment_terms` ("deadlift" names
   `baseline_strength`) is a secondary spent before the route's own (`evidence_in_question`), and no
   exclude withholds it: the question asked about that very fact.
+- A question the policy cannot read (`unread_words_in`: most of its words are in no language the
+  policy knows) carries `readiness_injury` as a primary too (`unread_question`): it may be about pain
+  in words no term is written in.
 - A question that matched no term and got no model label sees the policy's `unmatched` set.
 """
 
@@ -27,6 +30,8 @@ from coachctx.engine.routing import Route
 
 CLINICAL_FRAGMENT = "readiness_injury"
 """What a question that sounds clinical always carries when the service supplied it."""
+UNREAD_SHOWN = 6
+"""The unread words an `unread_question` reason names; the rest are "..."."""
 
 Evidence = Mapping[str, Sequence[tuple[str, float]]]
 """Intent -> the terms it matched in the question, for every intent that scored above zero."""
@@ -53,19 +58,19 @@ def _terms(matched: Sequence[tuple[str, float]]) -> str:
 
 def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_excludes: bool = True,
            evidence: Evidence | None = None, clinical: Sequence[str] = (), unmatched: bool = False,
-           named: Named | None = None) -> Plan:
+           named: Named | None = None, unread: Sequence[str] = ()) -> Plan:
     """The plan the policy asks for. `contenders` includes `intent` (first) when uncertain;
     `evidence` holds the matched terms of every intent that scored; `clinical` the clinical terms
-    the question matched; `named` the fragments its fragment terms name. `soften_excludes=False`
-    reproduces the original design (the routed intent's lists alone, excludes always applied) so
-    the audit can show what it lost. The intents whose lists were read go on the plan
+    the question matched; `named` the fragments its fragment terms name; `unread` the words of a
+    question the policy cannot read. `soften_excludes=False` reproduces the original design (the
+    routed intent's lists alone, excludes always applied) so the audit can show what it lost. The intents whose lists were read go on the plan
     (`Plan.considered`)."""
     named = (named or {}) if soften_excludes else {}
     evidence = evidence or {}
     ordered = [intent, *[c for c in contenders if c != intent]] if soften_excludes else [intent]
     considered = [*ordered, *[e for e in evidence if e not in ordered]] if soften_excludes else ordered
     if unmatched and soften_excludes and policy.unmatched is not None:
-        return _unmatched_plan(policy, clinical, named).noted(considered=considered)
+        return _unmatched_plan(policy, clinical, named, unread).noted(considered=considered)
     intents = [policy.intent(name) for name in ordered]
     primary = _union([i.primary for i in intents])
     extra = [name for name in evidence if name not in ordered and evidence[name]] if soften_excludes else []
@@ -75,7 +80,8 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
             if fragment not in primary:
                 from_evidence.setdefault(fragment, name)
     is_clinical = bool(clinical) and soften_excludes
-    if is_clinical and CLINICAL_FRAGMENT not in primary:
+    injury = _injury_reason(clinical, unread) if soften_excludes else None
+    if injury is not None and CLINICAL_FRAGMENT not in primary:
         primary.append(CLINICAL_FRAGMENT)
         from_evidence.pop(CLINICAL_FRAGMENT, None)
     if is_clinical:
@@ -100,10 +106,8 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
                                         f"holds it as primary{then}"))
         elif state.name in asked:
             state = state.note(_named_reason(state.name, named))
-        if is_clinical and state.name == CLINICAL_FRAGMENT:
-            state = state.note(Reason(
-                "clinical_question", f"the question sounds clinical ({', '.join(clinical)}): "
-                                     f"{CLINICAL_FRAGMENT} always goes in when the service supplied it"))
+        if injury is not None and state.name == CLINICAL_FRAGMENT:
+            state = state.note(injury)
         if excluded_by:
             state = state.note(Reason("kept_despite_exclude", _why_kept(state.name, excluded_by, ordered,
                                                                         holders, evidence, is_clinical, named)))
@@ -133,8 +137,10 @@ def _why_kept(fragment: str, excluded_by: Sequence[str], ordered: Sequence[str],
                 f"({_terms(evidence[who])}) and holds it as primary")
     if fragment in named:
         return f"{_names(excluded_by)} excludes it, but the question names it ({', '.join(named[fragment])})"
-    assert is_clinical, fragment
-    return f"{_names(excluded_by)} excludes it, but the question sounds clinical"
+    if is_clinical:
+        return f"{_names(excluded_by)} excludes it, but the question sounds clinical"
+    assert fragment == CLINICAL_FRAGMENT, fragment
+    return f"{_names(excluded_by)} excludes it, but the policy cannot read most of the question"
 
 
 def _named_reason(fragment: str, named: Named) -> Reason:
@@ -142,11 +148,25 @@ def _named_reason(fragment: str, named: Named) -> Reason:
                                           f"spent before generic secondaries")
 
 
-def _unmatched_plan(policy: Policy, clinical: Sequence[str], named: Named) -> Plan:
+def _injury_reason(clinical: Sequence[str], unread: Sequence[str]) -> Reason | None:
+    """Why the question carries `readiness_injury` whatever it routed to: it sounds clinical, or the
+    policy cannot read most of it. None when neither."""
+    if clinical:
+        return Reason("clinical_question", f"the question sounds clinical ({', '.join(clinical)}): "
+                                           f"{CLINICAL_FRAGMENT} always goes in when the service supplied it")
+    if not unread:
+        return None
+    shown = ", ".join(unread[:UNREAD_SHOWN]) + (", ..." if len(unread) > UNREAD_SHOWN else "")
+    return Reason("unread_question", f"most of the question's words ({shown}) are in no language the policy "
+                                     f"reads, so it may be about pain: {CLINICAL_FRAGMENT} goes in when the "
+                                     f"service supplied it")
+
+
+def _unmatched_plan(policy: Policy, clinical: Sequence[str], named: Named, unread: Sequence[str]) -> Plan:
     lists = policy.unmatched
     assert lists is not None
     primary: list[str] = list(lists.primary)
-    if clinical and CLINICAL_FRAGMENT not in primary:
+    if (clinical or unread) and CLINICAL_FRAGMENT not in primary:
         primary.append(CLINICAL_FRAGMENT)
     asked = [f for f in named if f not in primary]
     plan = Plan.initial(primary, _union([asked, [f for f in lists.secondary if f not in primary]]))
@@ -154,6 +174,9 @@ def _unmatched_plan(policy: Policy, clinical: Sequence[str], named: Named) -> Pl
                                                           "does not ask for it"))
                for s in plan.fragments if s.role == "none"}
     changes.update({f: plan[f].note(_named_reason(f, named)) for f in asked})
+    injury = _injury_reason(clinical, unread)
+    if injury is not None and CLINICAL_FRAGMENT not in lists.primary:
+        changes[CLINICAL_FRAGMENT] = plan[CLINICAL_FRAGMENT].note(injury)
     return plan.update(changes)
 
 

@@ -25,8 +25,8 @@ class ApplyScope:
         for m in self.modifiers:
             state = changes.get(m.fragment, plan[m.fragment])
             tag = f"scope {self.scope}: {m.reason}"
-            if "clinical_question" in state.codes and m.action != "promote":
-                continue  # a clinical question keeps readiness_injury whatever the horizon
+            if m.action != "promote" and ("clinical_question" in state.codes or "unread_question" in state.codes):
+                continue  # a clinical or unread question keeps readiness_injury whatever the horizon
             if "excluded" in state.codes:
                 if m.action == "promote":
                     warnings.append(f"scope {self.scope} promotes {m.fragment}, but the routed intent "

@@ -34,7 +34,7 @@ from coachctx.engine.decision import (
 )
 from coachctx.engine.fragments import BY_NAME, FRAGMENT_NAMES
 from coachctx.engine.lookup import Named, evidence_of, lookup
-from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in
+from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in, unread_words_in
 from coachctx.engine.modifiers import ApplyScope
 from coachctx.engine.plan import MISSING, Plan, Reason, Role, Status
 from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy, ScopeName
@@ -145,7 +145,8 @@ def select(
     ready = prepared(bundle)
     clinical = clinical_terms_in(tokens, policy)
     plan = plan_for(decided, policy, effective, clinical, ready.facts, ready.costs[cost_mode], spend,
-                    named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes)
+                    named=named_fragments_in(tokens, policy), soften_excludes=soften_excludes,
+                    unread=unread_words_in(tokens, policy))
     return _decision(
         question, bundle, policy, decided, plan, ready, clinical,
         scope=_shared(policy, ScopeChoice, requested, cast("ScopeName | None", effective),
@@ -296,17 +297,18 @@ def _requested_by(policy: Policy, considered: tuple[str, ...]) -> Mapping[str, M
 
 def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequence[str],
              fragment_facts: Mapping[str, FragmentFact], costs: Mapping[str, int], spend: int, *,
-             named: Named, soften_excludes: bool = True) -> Plan:
+             named: Named, soften_excludes: bool = True, unread: Sequence[str] = ()) -> Plan:
     """Policy lookup, scope modifiers, availability and budget: the one sequence of selection
     stages, shared by `select()`, impact analysis and the benchmark. `named` is
-    `named_fragments_in(question)`: the fragments the question's fragment terms name. The plan
+    `named_fragments_in(question)`: the fragments the question's fragment terms name; `unread` is
+    `unread_words_in(question)`: the words of a question the policy cannot read. The plan
     carries the stages' notes: the intents read, warnings, the budget spent.
 
     Memoised per policy on everything the stages read (each fragment's availability and cost, the
     budget, scope, and what lookup reads), so a question like one decided before reuses its plan;
     lookup's own plan is memoised apart, since it does not depend on the bundle, budget or scope.
     Plans are immutable, so sharing them is safe."""
-    asked = _lookup_key(decided, clinical, named, soften_excludes)
+    asked = (*_lookup_key(decided, clinical, named, soften_excludes), tuple(unread))
     key = (tuple((f.missing, costs[n]) for n, f in fragment_facts.items()), spend, scope, asked)
     memo: dict[object, Plan] = policy.derived("plans", lambda _: {})
     found = memo.get(key)
@@ -316,7 +318,8 @@ def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequen
         if plan is None:
             unmatched = decided.matched_nothing and decided.source == "fallback"
             plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
-                          evidence=evidence_of(decided), clinical=clinical, unmatched=unmatched, named=named)
+                          evidence=evidence_of(decided), clinical=clinical, unmatched=unmatched, named=named,
+                          unread=unread)
             _remember(lookups, asked, plan)
         for stage in (ApplyScope(policy, scope, decided.contenders), DropUnavailable(fragment_facts),
                       SpendBudget(spend, costs)):

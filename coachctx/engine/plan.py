@@ -19,7 +19,7 @@ Status = Literal["selected", "withheld"]
 ReasonCode = Literal[
     "not_requested", "excluded", "dropped_by_scope", "unreachable", "never_computed", "empty_field",
     "over_budget", "promoted_by_scope", "demoted_by_scope", "kept_despite_exclude", "evidence_in_question",
-    "clinical_question",
+    "clinical_question", "unread_question",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = ReasonCode.__args__  # type: ignore[attr-defined]
 MISSING: frozenset[str] = frozenset({"unreachable", "never_computed", "empty_field"})

@@ -135,6 +135,13 @@ def asked_for_by(f: FragmentDecision) -> str:
 NOTE_CODES: Final = ("promoted_by_scope", "demoted_by_scope", "kept_despite_exclude")
 
 
+KEEP_LABELS: Final[Mapping[str, str]] = {
+    "clinical_question": "The question sounds clinical",
+    "unread_question": "The policy cannot read most of the question",
+}
+"""Why a fact no intent asked for is sent all the same: what the question is, not who asked."""
+
+
 NOTE_LABELS: Final[Mapping[str, str]] = {
     "promoted_by_scope": "Promoted to primary",
     "demoted_by_scope": "Demoted to secondary",
@@ -152,6 +159,9 @@ def explain_fragment(f: FragmentDecision, d: Decision) -> str:
             head = (f"{asked.capitalize()}, promoted by the time horizon" if asked else
                     "Not asked for by the intent, but promoted by the time horizon")
             head += " — always sent when available."
+        elif f.role == "primary" and not asked:
+            kept = next((r for r in f.reasons if r.code in KEEP_LABELS), None)
+            head = f"{KEEP_LABELS[kept.code]} — {kept.detail}." if kept else "Always sent when available."
         elif f.role == "primary":
             head = f"{asked.capitalize()} — always sent when available."
         else:

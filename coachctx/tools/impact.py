@@ -32,6 +32,7 @@ from coachctx.engine.matching import (
     infer_scope,
     named_fragments_in,
     scope_matcher,
+    unread_words_in,
     vocabulary_matcher,
 )
 from coachctx.engine.pipeline import max_words_for, plan_for
@@ -104,6 +105,8 @@ class _Routed:
     clinical flag, they decide the plan as much as the route."""
     named: tuple[tuple[str, tuple[str, ...]], ...]
     """The fragments the question names, with the terms that name them."""
+    unread: tuple[str, ...]
+    """The words of a question the policy cannot read (`unread_words_in`)."""
 
 
 class PolicyRunner:
@@ -163,10 +166,12 @@ class PolicyRunner:
         scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
         return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)), r,
                        tuple(n for n, v in r.scores.ranked() if v > 0),
-                       tuple((f, tuple(terms)) for f, terms in named_fragments_in(tokens, self.policy).items()))
+                       tuple((f, tuple(terms)) for f, terms in named_fragments_in(tokens, self.policy).items()),
+                       unread_words_in(tokens, self.policy))
 
     def _plan(self, a: _Athlete, spend: int, r: _Routed) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-        plan = plan_for(r.route, self.policy, r.scope, r.clinical, a.facts, a.costs, spend, named=dict(r.named))
+        plan = plan_for(r.route, self.policy, r.scope, r.clinical, a.facts, a.costs, spend, named=dict(r.named),
+                        unread=r.unread)
         withheld = []
         for s in plan.fragments:
             if s.status == "withheld":

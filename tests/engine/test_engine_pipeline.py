@@ -47,6 +47,8 @@ REASON_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
     # training wins outright, injury has evidence: its primaries come along ahead of the secondaries
     ("evidence_in_question", KNEE_MARATHON, "lucia", {}, "baseline_mobility"),
     ("clinical_question", KNEE_MARATHON, "lucia", {}, "readiness_injury"),
+    # Hungarian, a language the policy has no terms in: "my knee hurts after running, can I run tomorrow?"
+    ("unread_question", "Fáj a térdem futás után, futhatok holnap?", "maya", {"tier": "free"}, "readiness_injury"),
 ]
 
 
@@ -100,7 +102,7 @@ class TestReasonCodes:
         for _, question, athlete, kwargs, _ in REASON_CASES:
             seen |= _codes(select(question, bundles[athlete], policy, **kwargs))
         assert seen == set(REASON_CODES)
-        assert len(REASON_CODES) == 12
+        assert len(REASON_CODES) == 13
 
     def test_a_withheld_row_names_the_first_withholding_reason(self, policy: Policy, maya: Bundle) -> None:
         d = select(TRAINING, maya, policy, scope="week", tier="free")

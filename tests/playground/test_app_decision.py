@@ -134,6 +134,14 @@ class TestDecisionDetails:
                 assert "not asked for" in title, title
         assert any(f.role == "none" and f.reasons[0].code == "excluded" for f in d.fragments)
 
+    def test_a_fact_sent_for_what_the_question_is_says_so_in_words(self, maya: Any) -> None:
+        # Hungarian, which the policy has no terms in: no intent asks for the injury readiness, the
+        # question's unread words send it
+        d = select("Fáj a térdem futás után, futhatok holnap?", maya, load_policy(), tier="free")
+        why = pg.explain_fragment(d.fragment("readiness_injury"), d)
+        assert why.startswith("The policy cannot read most of the question — most of the question's words (fáj")
+        assert not why.startswith(" ")
+
     def test_a_model_answer_of_none_is_said_in_words(self) -> None:
         assert pg.model_answer(ModelCall(label=None, raw=None, latency_ms=812.4)) == "asked, but gave no answer in 812 ms"
         assert pg.model_answer(ModelCall(label="injury", raw="injury", latency_ms=None)) == "answered `injury`"

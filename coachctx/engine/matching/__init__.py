@@ -14,6 +14,7 @@ Routing (`routing.py`) scores intents from what the vocabulary matcher finds. Th
 - `language.py`      the question's language; no false friends from unrelated languages
 - `policy_terms.py`  the policy's four tables, shared per process and read together; scope and clinical
                      terms, named fragments
+- `unread.py`        a question the policy cannot read: most of its words in no language it knows
 """
 
 from coachctx.engine.matching.language import LANGUAGE_FAMILIES
@@ -35,6 +36,7 @@ from coachctx.engine.matching.readings import FUZZY_FACTOR, FUZZY_SCRIPTS, PART_
 from coachctx.engine.matching.stems import ALGORITHMS, COMPOUNDING, STEMMER_SCRIPTS, part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher
 from coachctx.engine.matching.terms import MAX_PHRASE_WORDS, Term, filed_under, term_matching
+from coachctx.engine.matching.unread import unread_words_in
 
 __all__ = [
     "ALGORITHMS",
@@ -61,6 +63,7 @@ __all__ = [
     "part_stems",
     "scope_matcher",
     "term_matching",
+    "unread_words_in",
     "vocabulary_in",
     "vocabulary_matcher",
     "word_stems",
