@@ -2,7 +2,7 @@
 clinical when it reports pain, an injury, an illness or medical care, and keeps `readiness_injury`
 in the prompt; how often an everyday message is read so.
 
-    python -m bench.chat_clinical [--second] [--misses]
+    python -m bench.chat_clinical [--second | --uncovered] [--misses]
 
 `corpus/chat_clinical.yaml`: written by a helper session that never saw the policy, its vocabulary,
 the other corpora or the code (the file's header says how), 15 messages in each of the 22 policy
@@ -11,6 +11,11 @@ languages, two thirds clinical. It is only measured: no term was chosen by readi
 `corpus/chat_clinical_2.yaml` (`--second`): 20 more in each language, written the same way by
 another helper, split into halves by a fixed seed: only the `tune` half's misses are ever listed
 (`--misses`), `test` is only measured.
+
+`corpus/chat_uncovered.yaml` (`--uncovered`): 20 messages in each of 16 languages the policy has no
+terms in, written the same way after the rule that keeps `readiness_injury` for a question the
+policy cannot read (`unread_question`) was built; only measured. There an everyday message keeping
+`readiness_injury` is the rule's cost, and is reported.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from coachctx.engine.policy import Policy, load_policy
 
 CHAT_CLINICAL: Final = CORPUS / "chat_clinical.yaml"
 CHAT_CLINICAL_2: Final = CORPUS / "chat_clinical_2.yaml"
+CHAT_UNCOVERED: Final = CORPUS / "chat_uncovered.yaml"
 CHAT_EVERYDAY: Final = CORPUS / "chat_everyday.yaml"
 """220 hard everyday messages (figurative pain, hospital night shifts, a captain called "Doc"): read
 once to find false friends, so tuning data."""
@@ -61,8 +67,8 @@ def everyday_read_as_clinical(policy: Policy) -> float:
 @dataclass(frozen=True)
 class ChatClinical:
     """Counts per language: clinical messages, those read as clinical and those keeping
-    `readiness_injury` (free tier, athlete maya); everyday messages, those read as clinical. The
-    same per half for a set split into halves (`halves`)."""
+    `readiness_injury` (free tier, athlete maya); everyday messages, those read as clinical and
+    those keeping `readiness_injury`. The same per half for a set split into halves (`halves`)."""
 
     counts: dict[str, Counter[str]]
     misses: list[Message]
@@ -88,8 +94,8 @@ def measure_chat_clinical(policy: Policy, path: Path = CHAT_CLINICAL) -> ChatCli
     for m in messages(path):
         read = bool(clinical_terms_in(m.q, policy))
         found = Counter(clinical=1, read=read) if m.clinical else Counter(everyday=1, false_clinical=read)
-        if m.clinical:
-            found["kept"] = "readiness_injury" in select(m.q, bundle, policy, tier="free").selected
+        kept = "readiness_injury" in select(m.q, bundle, policy, tier="free").selected
+        found["kept" if m.clinical else "everyday_kept"] = kept
         counts.setdefault(m.lang, Counter()).update(found)
         if m.half:
             halves.setdefault(m.half, Counter()).update(found)
@@ -101,17 +107,22 @@ def measure_chat_clinical(policy: Policy, path: Path = CHAT_CLINICAL) -> ChatCli
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--second", action="store_true", help=f"measure {CHAT_CLINICAL_2.name}, per half")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--second", action="store_true", help=f"measure {CHAT_CLINICAL_2.name}, per half")
+    which.add_argument("--uncovered", action="store_true", help=f"measure {CHAT_UNCOVERED.name}")
     parser.add_argument("--misses", action="store_true", help="print the clinical messages that lose readiness_injury "
                                                               "(with --second: the tune half's messages read wrongly)")
     args = parser.parse_args(argv)
-    found = measure_chat_clinical(load_policy(), CHAT_CLINICAL_2 if args.second else CHAT_CLINICAL)
+    found = measure_chat_clinical(load_policy(), CHAT_CLINICAL_2 if args.second else
+                                  CHAT_UNCOVERED if args.uncovered else CHAT_CLINICAL)
     for language in sorted(found.counts):
         print(f"{language}  read as clinical {found.share('read', 'clinical', language):6.1%}  "
               f"keeps readiness_injury {found.share('kept', 'clinical', language):6.1%}  "
-              f"everyday read as clinical {found.share('false_clinical', 'everyday', language):6.1%}")
+              f"everyday read as clinical {found.share('false_clinical', 'everyday', language):6.1%}  "
+              f"everyday keeps it {found.share('everyday_kept', 'everyday', language):6.1%}")
     print(f"all read as clinical {found.share('read', 'clinical'):6.1%}  keeps readiness_injury "
-          f"{found.share('kept', 'clinical'):6.1%}  everyday read as clinical {found.share('false_clinical', 'everyday'):6.1%}")
+          f"{found.share('kept', 'clinical'):6.1%}  everyday read as clinical {found.share('false_clinical', 'everyday'):6.1%}  "
+          f"everyday keeps it {found.share('everyday_kept', 'everyday'):6.1%}")
     print(f"hard everyday set read as clinical {found.hard_everyday:6.1%}")
     for half in found.halves:
         print(f"{half} half: read as clinical {found.share('read', 'clinical', half=half):6.1%}  keeps readiness_injury "

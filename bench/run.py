@@ -17,7 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import grow
-from bench.chat_clinical import CHAT_CLINICAL_2, ChatClinical, measure_chat_clinical
+from bench.chat_clinical import CHAT_CLINICAL_2, CHAT_UNCOVERED, ChatClinical, measure_chat_clinical
 from bench.chat_glued import ChatGlued, measure_chat_glued
 from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
@@ -130,6 +130,8 @@ class Results:
     glued: ChatGlued
     chat_2: ChatClinical
     """The second chat-style clinical set, per half."""
+    uncovered: ChatClinical
+    """The chat set in languages the policy has no terms in."""
 
 
 def measure_all(scale: float, step: Callable[[str], None]) -> Results:
@@ -153,6 +155,7 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
     step("quality: the chat-style clinical set")
     chat = measure_chat_clinical(policy)
     chat_2 = measure_chat_clinical(policy, CHAT_CLINICAL_2)
+    uncovered = measure_chat_clinical(policy, CHAT_UNCOVERED)
     step("quality: words run together")
     glued = measure_chat_glued(policy)
     step("suggest: learn from the corpus tune half, starting from a thinned policy")
@@ -170,7 +173,7 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
     step("budget")
     budget = measure_budget(rows, bundles, policy)
     return Results(policy, rows, bundles, tokens, growth, quality, decided, baselines, by_language, learned,
-                   pipeline, impact, app, server, budget, chat, glued, chat_2)
+                   pipeline, impact, app, server, budget, chat, glued, chat_2, uncovered)
 
 
 def summary_rows(r: Results) -> list[list[str]]:
@@ -204,6 +207,8 @@ def summary_rows(r: Results) -> list[list[str]]:
          f"{pct(r.chat_2.share('kept', 'clinical', half='test'))} / "
          f"{pct(r.chat_2.share('false_clinical', 'everyday', half='test'))} "
          f"({pct(r.chat_2.share('kept', 'clinical', half='tune'))})"],
+        ["16 languages with no terms, never read: keeps readiness_injury / everyday keeps it",
+         f"{pct(r.uncovered.share('kept', 'clinical'))} / {pct(r.uncovered.share('everyday_kept', 'everyday'))}"],
         ["words run together, half never read: routed / read as clinical / keeps readiness_injury / everyday read "
          "as clinical (tune half routed)", f"{pct(r.glued.share('test', 'routed', 'messages'))} / "
          f"{pct(r.glued.share('test', 'read', 'clinical'))} / {pct(r.glued.share('test', 'kept', 'clinical'))} / "

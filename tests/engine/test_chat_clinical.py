@@ -18,7 +18,17 @@ another language hit them). Floors there; only ever raised (and the false share 
 The second set (corpus/chat_clinical_2.yaml, 20 messages a language, tricky everyday ones) is split
 into halves before that third round: the tune half's misses named the classes the helper was asked
 for, the test half is only measured: 75.8% read, 92.4% kept, 19.7% everyday read before; 90.9%,
-97.0%, 24.2% after (medication and surgery words also meet other people's surgery and caffeine)."""
+97.0%, 24.2% after (medication and surgery words also meet other people's surgery and caffeine);
+97.7% kept once a question the policy cannot read keeps `readiness_injury` (`unread_question`: one
+message in Russian written in Latin letters).
+
+The uncovered-languages set (corpus/chat_uncovered.yaml, 16 languages the policy has no terms in) was
+written after that rule was built and is only measured: 38.0% of its clinical messages kept
+`readiness_injury` without the rule, 91.7% with it; its everyday messages kept it 12.5% of the time
+without and 79.7% with it, the rule's cost: a message nobody can read is not known to be painless.
+Catalan, Romanian and Tagalog keep the least (67%): most of their words are everyday words of a close
+policy language (Spanish, Italian, Indonesian), so the rule applies to only 5, 5 and 7 of their 20
+messages (Croatian 10, the other twelve languages 16 to 20)."""
 
 from __future__ import annotations
 
@@ -32,6 +42,7 @@ from bench.chat_clinical import (
     CHAT_CLINICAL,
     CHAT_CLINICAL_2,
     CHAT_EVERYDAY,
+    CHAT_UNCOVERED,
     ChatClinical,
     measure_chat_clinical,
     messages,
@@ -48,8 +59,10 @@ are most of it: "hospital" is a clinical term on purpose."""
 MIN_KEEPS_PER_LANGUAGE = 0.9
 """No language far behind the rest (Arabic, the lowest, was at 70% when the first floors were set;
 five languages at 90% after the third round)."""
-SECOND_TEST_HALF_FLOORS = {"read": 0.90, "kept": 0.96}
+SECOND_TEST_HALF_FLOORS = {"read": 0.90, "kept": 0.97}
 MAX_SECOND_TEST_HALF_EVERYDAY = 0.25
+MIN_UNCOVERED_KEEPS = 0.91
+MIN_UNCOVERED_KEEPS_PER_LANGUAGE = 0.66
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +78,8 @@ def test_the_set_covers_every_spaced_and_unspaced_policy_language() -> None:
 
 
 @pytest.mark.parametrize("path, labels", [(CHAT_CLINICAL, "chat_clinical_second_labels.yaml"),
-                                           (CHAT_CLINICAL_2, "chat_clinical_2_second_labels.yaml")])
+                                           (CHAT_CLINICAL_2, "chat_clinical_2_second_labels.yaml"),
+                                           (CHAT_UNCOVERED, "chat_uncovered_second_labels.yaml")])
 def test_a_second_labeller_gave_every_message_the_same_label(path: Path, labels: str) -> None:
     second = yaml.safe_load((path.parent / "raw" / labels).read_text(encoding="utf-8"))
     by_id = {e["id"]: bool(e["clinical"]) for e in second["labels"]}
@@ -107,3 +121,16 @@ def test_the_second_sets_test_half_is_read_as_clinical_and_keeps_the_injury_sign
 def test_a_hard_everyday_message_is_rarely_read_as_clinical(measured: ChatClinical) -> None:
     assert {m.clinical for m in messages(CHAT_EVERYDAY)} == {False}
     assert measured.hard_everyday <= MAX_HARD_EVERYDAY_READ_AS_CLINICAL
+
+
+def test_the_uncovered_set_is_in_languages_the_policy_has_no_terms_in() -> None:
+    per_language = Counter(m.lang for m in messages(CHAT_UNCOVERED))
+    assert len(per_language) == 16 and not set(per_language) & set(LANGUAGES)
+    assert set(per_language.values()) == {20}
+
+
+def test_a_clinical_message_in_an_uncovered_language_keeps_the_injury_signal(policy: Policy) -> None:
+    uncovered = measure_chat_clinical(policy, CHAT_UNCOVERED)
+    assert uncovered.share("kept", "clinical") >= MIN_UNCOVERED_KEEPS
+    worst = min(uncovered.counts, key=lambda lang: uncovered.share("kept", "clinical", lang))
+    assert uncovered.share("kept", "clinical", worst) >= MIN_UNCOVERED_KEEPS_PER_LANGUAGE, worst
