@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import pytest
 
+from bench.chat_clinical import CHAT_UNCOVERED, messages
+from bench.corpus import corpus_rows
 from coachctx.engine.matching import unread_words_in
+from coachctx.engine.matching.policy_terms import shared_words
+from coachctx.engine.matching.unread import MIN_UNREAD, UNREAD_SHARE, unread_words, word_kind
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import Policy
 from coachctx.engine.services import Bundle
+from coachctx.engine.text import tokenise
 
 # "my knee hurts after running, can I run tomorrow?" in languages the policy has no terms in; each
 # routes to no intent, to one a misspelling or a word of another language made up, or to training
@@ -83,3 +88,21 @@ def test_a_misspelling_or_another_languages_word_is_not_reading(policy: Policy, 
 def test_without_softened_excludes_the_original_design_is_reproduced(policy: Policy, maya: Bundle) -> None:
     decision = select(UNREAD_PAIN[0], maya, policy, tier="free", soften_excludes=False)
     assert all(r.code != "unread_question" for f in decision.fragments for r in f.reasons)
+
+
+def test_stopping_once_most_words_are_read_changes_no_answer(policy: Policy) -> None:
+    # the reading stops as soon as more than half the words are read; counted in full, every
+    # corpus question and every uncovered-language message gets the same answer
+    shared = shared_words(policy)
+    questions = [r.q for split in ("tune", "test") for r in corpus_rows(split)] + [m.q for m in messages(CHAT_UNCOVERED)]
+    unread_seen = 0
+    for question in questions:
+        words = tokenise(question).words
+        kinds = [(w, word_kind(w), seen) for w, seen in zip(words, shared.look_up(words), strict=True)]
+        counted = [(w, k, seen) for w, k, seen in kinds if k != "not counted"]
+        unread = tuple(w for w, k, seen in counted if k == "unknown" and not seen.follows
+                       and not any(what[0] or what[4] for _, what in seen.tables))
+        expected = unread if len(unread) >= max(MIN_UNREAD, UNREAD_SHARE * len(counted)) else ()
+        assert unread_words.__wrapped__(words, shared) == expected, question
+        unread_seen += bool(expected)
+    assert unread_seen >= 200

@@ -29,6 +29,7 @@ from coachctx.engine.matching.policy_terms import (
     infer_scope,
     named_fragments_in,
     scope_matcher,
+    unread_words_in,
     vocabulary_in,
     vocabulary_matcher,
 )
@@ -36,7 +37,6 @@ from coachctx.engine.matching.readings import FUZZY_FACTOR, FUZZY_SCRIPTS, PART_
 from coachctx.engine.matching.stems import ALGORITHMS, COMPOUNDING, STEMMER_SCRIPTS, part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher
 from coachctx.engine.matching.terms import MAX_PHRASE_WORDS, Term, filed_under, term_matching
-from coachctx.engine.matching.unread import unread_words_in
 
 __all__ = [
     "ALGORITHMS",

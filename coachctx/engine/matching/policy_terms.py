@@ -14,6 +14,7 @@ from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher, table_fingerprint
 from coachctx.engine.matching.terms import Term
+from coachctx.engine.matching.unread import unread_words, word_kind
 from coachctx.engine.policy import Policy
 from coachctx.engine.text import Tokens, clear_word_memos, tokenise
 
@@ -83,6 +84,12 @@ def clinical_terms_in(question: str | Tokens, policy: Policy) -> list[str]:
     return [t.term for t in _found(tokens, policy)[1]]
 
 
+def unread_words_in(question: str | Tokens, policy: Policy) -> tuple[str, ...]:
+    """The words of a question the policy cannot read (`unread_words`)."""
+    tokens = question if isinstance(question, Tokens) else tokenise(question)
+    return unread_words(tokens.words, shared_words(policy))
+
+
 def fragment_matcher(policy: Policy) -> TermMatcher:
     """The policy's fragment terms, compiled once: each fragment is a label."""
     return policy.derived("fragment_terms", lambda p: compile_shared(
@@ -127,7 +134,8 @@ def compile_matchers(policy: Policy) -> None:
 
 def forget_words(*policies: Policy) -> None:
     """Empty every per-word memo (word splits, scripts, stems, phrase starts, fuzzy, compound and
-    run-together readings, which words may have readings, the languages of word sequences), and the given
+    run-together readings, which words may have readings, the languages of word sequences, which are
+    everyday words), and the given
     policies' memoised routes and plans (lookup's, which a question's matched terms decide before the
     bundle is read, and the whole stages'): the state of a process that has never seen a question.
     For measuring never-seen questions."""
@@ -137,6 +145,8 @@ def forget_words(*policies: Policy) -> None:
     split_glued.cache_clear()
     may_have_readings.cache_clear()
     language_of_words.cache_clear()
+    word_kind.cache_clear()
+    unread_words.cache_clear()
     for matcher in _COMPILED.values():
         matcher.starts.forget()
         matcher.readings.forget()

@@ -17,13 +17,12 @@ digit ("10k", "60kg", "500m"), which are measures, not words of a language.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 from coachctx.engine.common_words import function_words, is_everyday
-from coachctx.engine.matching.find import Looked, SharedWords
-from coachctx.engine.matching.policy_terms import shared_words
-from coachctx.engine.policy import Policy
-from coachctx.engine.text import Tokens, letter_scripts, tokenise
+from coachctx.engine.matching.find import SharedWords
+from coachctx.engine.text import letter_scripts
 
 UNREAD_SHARE: Final = 0.5
 """The share of a question's words that must be unread for the question to be unread ..."""
@@ -35,37 +34,39 @@ READ_BY_SUBSTRING: Final = frozenset({"Han", "Hiragana", "Katakana", "Hangul"})
 """Scripts whose terms match inside words: no everyday list says what their words are."""
 
 
-def unread_words_in(question: str | Tokens, policy: Policy) -> tuple[str, ...]:
+@lru_cache(maxsize=8192)
+def unread_words(words: tuple[str, ...], shared: SharedWords) -> tuple[str, ...]:
     """The question's unread words, in order, when there are `MIN_UNREAD` and they are at least
-    `UNREAD_SHARE` of its counted words; else ()."""
-    tokens = question if isinstance(question, Tokens) else tokenise(question)
-    shared = shared_words(policy)
-    key = ("unread", shared)  # once per question for every policy with these tables
-    found = tokens.memo.get(key)
-    if found is None:
-        found = tokens.memo[key] = _unread(tokens, shared)
-    return found  # type: ignore[return-value]
-
-
-def _unread(tokens: Tokens, shared: SharedWords) -> tuple[str, ...]:
-    words = tokens.words
+    `UNREAD_SHARE` of its counted words; else (). `shared` holds the policy's term tables. Memoised
+    per sequence of words, like `language_of_words`: a question asked again is not read again."""
     if not words:
         return ()
-    looked = shared.look_up(words)
-    counted = unread = 0
+    counted = read = 0
+    # more read words than this, and fewer than half the counted ones can be unread (UNREAD_SHARE >= 0.5)
+    enough = UNREAD_SHARE * len(words)
     found: list[str] = []
-    for word, seen in zip(words, looked, strict=True):
-        scripts = letter_scripts(word)
-        if not scripts or not READ_BY_SUBSTRING.isdisjoint(scripts) or _DIGIT.search(word):
+    for word, seen in zip(words, shared.look_up(words), strict=True):
+        kind = word_kind(word)
+        if kind == _NOT_COUNTED:
             continue
         counted += 1
-        if not _is_read(word, seen):
-            unread += 1
+        if kind == _UNKNOWN and not seen.follows and not any(what[0] or what[4] for _, what in seen.tables):
             found.append(word)
-    return tuple(found) if unread >= max(MIN_UNREAD, UNREAD_SHARE * counted) else ()
+        else:
+            read += 1
+            if read > enough:
+                return ()
+    return tuple(found) if len(found) >= max(MIN_UNREAD, UNREAD_SHARE * counted) else ()
 
 
-def _is_read(word: str, seen: Looked) -> bool:
-    if seen.follows or is_everyday(word) or word in function_words():
-        return True
-    return any(what[0] or what[4] for _, what in seen.tables)
+_NOT_COUNTED, _EVERYDAY, _UNKNOWN = "not counted", "everyday", "unknown"
+
+
+@lru_cache(maxsize=100_000)
+def word_kind(word: str) -> str:
+    """What the word is before any term table is asked: not counted (Han, Kana or Hangul, a digit,
+    no letter), an everyday word of some policy language, or unknown. Memoised per process."""
+    scripts = letter_scripts(word)
+    if not scripts or not READ_BY_SUBSTRING.isdisjoint(scripts) or _DIGIT.search(word):
+        return _NOT_COUNTED
+    return _EVERYDAY if is_everyday(word) or word in function_words() else _UNKNOWN
