@@ -63,9 +63,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
                       cost_mode=args.costs, classifier=classifier, policy_source=source,
                       policy_version=version)
     if args.trace_out:
-        # the athlete fixtures are a folder read whole: a trace among them would be read as an athlete
+        # the policy file read, the default one too (`--trace-out policy/default.yaml` replaced it with
+        # a trace), and the athlete fixtures, a folder read whole: a trace among them would be an athlete
+        read = [args.policy or DEFAULT_POLICY_PATH] if args.policy_version is None else []
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget),
-                          inputs=[*([args.policy] if args.policy is not None else []), upstream.root])
+                          inputs=[*read, upstream.root])
     if args.json:
         print_json(decision.to_json())
     else:

@@ -252,6 +252,15 @@ class TestTraceOut:
         assert policy.read_bytes() == DEFAULT_POLICY_PATH.read_bytes()
 
     @TIMEOUT
+    def test_the_default_policy_is_refused_too(self, cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """`--trace-out policy/default.yaml` without `--policy` replaced the checked-in policy (an adversarial pass)."""
+        policy = tmp_path / "default.yaml"  # a copy stands in for the checked-in file
+        shutil.copyfile(DEFAULT_POLICY_PATH, policy)
+        for module in ("coachctx.cli.common", "coachctx.cli.explain"):
+            monkeypatch.setattr(f"{module}.DEFAULT_POLICY_PATH", policy)
+        assert explain_to(cli, policy).code == 2 and policy.read_bytes() == DEFAULT_POLICY_PATH.read_bytes()
+
+    @TIMEOUT
     def test_a_name_at_the_file_system_limit(self, cli: Run, tmp_path: Path) -> None:
         target = tmp_path / ("t" * 250 + ".json")
         assert explain_to(cli, target).code == 0
