@@ -73,6 +73,22 @@ class TestStore:
         assert code == 0 and out.splitlines()[0].endswith("by eve root: a b\\x1b[2J")
 
     @pytest.mark.timeout(10)
+    @pytest.mark.parametrize("value", [1765121131, "garbage", "2026-13-40 99:00:00"])
+    def test_a_time_edited_by_hand_is_named_not_a_traceback(self, refused: Callable[..., str], cli: Run, saved: str,
+                                                             tmp_path: Path, value: object) -> None:
+        """A created_at of 1765121131 was a TypeError in every command that read the row (an adversarial pass)."""
+        with sqlite3.connect(tmp_path / "s.sqlite") as raw:
+            raw.execute("UPDATE policy_versions SET created_at = ?", (value,))
+        expected = f"coachctx: the store holds '{value}' as a created_at, which is not a time such as"
+        for command in (("policy", "history"), ("policy", "show", "live"), ("explain", "run", "--athlete", "maya",
+                                                                             "--policy-version", "live")):
+            assert refused(*command, "--store", saved).startswith(expected), command
+        with sqlite3.connect(tmp_path / "s.sqlite") as raw:  # a time stored as SQLAlchemy writes it reads back
+            raw.execute("UPDATE policy_versions SET created_at = '2026-12-07 15:51:39.918197'")
+        code, out, _ = cli("policy", "history", "--store", saved)
+        assert code == 0 and "2026-12-07 15:51" in out
+
+    @pytest.mark.timeout(10)
     def test_a_store_in_a_missing_directory_is_refused_and_nothing_is_created(
             self, refused: Callable[..., str], tmp_path: Path) -> None:
         line = refused("policy", "history", "--store", str(tmp_path / "typo" / "deeper" / "s.sqlite"))

@@ -3,10 +3,52 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
 
+from coachctx.reading import shown
 from coachctx.tools.store.checks import MAX_AUTHOR_CHARS
+from coachctx.tools.store.errors import StoreError
+
+
+class StoredTime(sa.TypeDecorator[datetime]):
+    """A time column, `DateTime(timezone=True)`. SQLite keeps it as text, so a row edited by hand
+    can hold anything there (`1765121131`, "garbage"), and SQLAlchemy's own reading then raised a
+    TypeError or ValueError from inside every command that read the row (an adversarial pass):
+    here such a value is a `StoreError` naming the column and the value. Written exactly as
+    SQLAlchemy writes it, so stores made before read and sort as they did."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def __init__(self, column: str) -> None:
+        super().__init__()
+        self.column = column
+
+    def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        return dialect.type_descriptor(sa.Text() if dialect.name == "sqlite" else sa.DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> Any:
+        if value is None or dialect.name != "sqlite":
+            return value
+        return _SQLITE_TIME.bind_processor(dialect)(value)  # type: ignore[misc]
+
+    def process_result_value(self, value: Any, dialect: sa.Dialect) -> datetime | None:
+        if value is None or isinstance(value, datetime):
+            return value
+        try:
+            read = _SQLITE_TIME.result_processor(dialect, None)(value)  # type: ignore[misc]
+        except (ValueError, TypeError):
+            read = None
+        if not isinstance(read, datetime):
+            raise StoreError(f"the store holds {shown(value)} as a {self.column}, which is not a time such as "
+                             "2026-12-07 15:30:00 (was it edited by hand?); correct or delete that row")
+        return read
+
+
+_SQLITE_TIME = sqlite.DATETIME()
 
 metadata = sa.MetaData()
 
@@ -17,7 +59,7 @@ versions = sa.Table(
     sa.Column("digest", sa.String(64), nullable=False),
     sa.Column("author", sa.String(MAX_AUTHOR_CHARS), nullable=False),
     sa.Column("message", sa.Text, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_at", StoredTime("created_at"), nullable=False),
     sa.Column("yaml", sa.Text, nullable=False),
     sqlite_autoincrement=True,  # a number is never handed out twice
 )
@@ -26,7 +68,7 @@ labels = sa.Table(
     "policy_labels", metadata,
     sa.Column("name", sa.String(32), primary_key=True),
     sa.Column("version", sa.Integer, sa.ForeignKey("policy_versions.number"), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", StoredTime("updated_at"), nullable=False),
     sa.Column("updated_by", sa.String(MAX_AUTHOR_CHARS), nullable=False),
 )
 
@@ -38,7 +80,7 @@ label_moves = sa.Table(
     sa.Column("previous", sa.Integer, sa.ForeignKey("policy_versions.number"), nullable=True),
     sa.Column("kind", sa.String(8), nullable=False),
     sa.Column("author", sa.String(MAX_AUTHOR_CHARS), nullable=False),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("at", StoredTime("at"), nullable=False),
     sqlite_autoincrement=True,
 )
 
@@ -50,7 +92,7 @@ drafts = sa.Table(
     sa.Column("id", sa.String(32), primary_key=True),
     sa.Column("yaml", sa.Text, nullable=False),
     sa.Column("base", sa.Integer, nullable=True),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", StoredTime("updated_at"), nullable=False),
 )
 
 # Questions a coach (or the model) labelled with the intents that would have been right: what
@@ -67,7 +109,7 @@ question_labels = sa.Table(
     sa.Column("lang", sa.String(8), nullable=True),
     sa.Column("origin", sa.String(8), nullable=False),
     sa.Column("author", sa.String(MAX_AUTHOR_CHARS), nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_at", StoredTime("created_at"), nullable=False),
     sa.Column("policy_digest", sa.String(64), nullable=True),
     sa.Column("route_source", sa.String(16), nullable=True),
     sa.Column("routed", sa.String(32), nullable=True),
