@@ -38,11 +38,19 @@ class _NoDuplicateKeys:
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         # PyYAML keeps the last of two equal keys without a word: a second `training:` would
-        # silently replace the first. Merge keys (`<<`) may still be overridden, as YAML intends.
+        # silently replace the first. Merge keys (`<<`) may still be overridden, as YAML intends;
+        # but a second `<<` in one mapping dropped the first mapping it merged without a word.
         if isinstance(node, yaml.MappingNode):
             first_line: dict[Any, int] = {}
+            merge_line: int | None = None
             for key_node, _ in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
+                    if merge_line is not None:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark,
+                            f"found a second merge key '<<' (first on line {merge_line + 1}); merge several "
+                            "mappings with one key: '<<: [*first, *second]'", key_node.start_mark)
+                    merge_line = key_node.start_mark.line
                     continue
                 key = self.construct_object(key_node, deep=deep)  # type: ignore[attr-defined]
                 try:

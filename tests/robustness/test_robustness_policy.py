@@ -140,6 +140,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "duplicate_intent_key.yaml": ("line 34", r"duplicate key 'training' \(first on line 9\)"),
     "duplicate_term_key.yaml": ("line 49", "duplicate key 'train'"),
     "duplicate_tier_key.yaml": ("line 8", r"duplicate key 'free' \(first on line 6\)"),
+    "duplicate_merge_key.yaml": ("line 36", r"a second merge key '<<' \(first on line 35\)"),
     "duplicate_term_case_folded.yaml": ("vocabulary.training.en",
                                         "the terms 'train' and 'TRAIN' are one term to the matcher"),
     "duplicate_term_unicode_form.yaml": ("vocabulary.general.fr",
