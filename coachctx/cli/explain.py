@@ -15,7 +15,7 @@ from coachctx.cli.common import (
 )
 from coachctx.engine.decision import Decision
 from coachctx.engine.pipeline import COST_MODES, SCOPE_REQUESTS, select
-from coachctx.engine.policy import DEFAULT_POLICY_PATH, MAX_BUDGET, load_policy
+from coachctx.engine.policy import DEFAULT_POLICY_PATH, DEFAULT_TIER, MAX_BUDGET, load_policy
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError
 from coachctx.model import classifier_from_env
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
     p.add_argument("question")
     p.add_argument("--athlete", required=True)
     p.add_argument("--scope", default="auto", choices=SCOPE_REQUESTS)
-    p.add_argument("--tier", default="paid")
+    p.add_argument("--tier", default=DEFAULT_TIER)
     p.add_argument("--budget", type=whole_number(0, MAX_BUDGET), default=None,
                    help=f"custom token budget for secondary context (0 to {MAX_BUDGET})")
     p.add_argument("--policy", default=None, help=f"policy YAML (default: {DEFAULT_POLICY_PATH.name})")

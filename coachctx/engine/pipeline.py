@@ -37,7 +37,7 @@ from coachctx.engine.lookup import Named, evidence_of, lookup
 from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in, unread_words_in
 from coachctx.engine.modifiers import ApplyScope
 from coachctx.engine.plan import MISSING, Plan, Reason, Role, Status
-from coachctx.engine.policy import MAX_BUDGET, SCOPES, Policy, ScopeName
+from coachctx.engine.policy import DEFAULT_TIER, MAX_BUDGET, SCOPES, Policy, ScopeName
 from coachctx.engine.prompt import build_naive_prompt, system_block, system_message
 from coachctx.engine.prompt import naive_tokens as naive_tokens_of
 from coachctx.engine.prompt import prompt_tokens as prompt_tokens_of
@@ -117,7 +117,7 @@ def select(
     policy: Policy,
     *,
     scope: str = "auto",
-    tier: str = "paid",
+    tier: str = DEFAULT_TIER,
     budget: int | None = None,
     cost_mode: CostMode = "hand",
     classifier: Classifier | None = None,

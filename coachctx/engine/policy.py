@@ -56,6 +56,8 @@ MAX_ROUTING_VALUE: Final = 10_000.0
 
 INTENTS: Final[tuple[str, ...]] = ("training", "injury", "recovery", "nutrition", "conditions", "general")
 SCOPES: Final[tuple[str, ...]] = ("today", "week", "months")
+DEFAULT_TIER: Final = "paid"
+"""The tier a decision takes when none is given: `select()`, `explain`, `impact`, the playground."""
 LANGUAGES: Final[Mapping[str, str]] = {
     # code -> how its terms match: a Snowball stemmer name, "word" (whole words, accents folded:
     # Vietnamese, whose syllables do not inflect), "substring" (Han/Kana) or "prefix" (Hangul)

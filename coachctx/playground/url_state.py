@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.engine.policy import DEFAULT_TIER
 from coachctx.tools.store import DRAFT_ID_PATTERN
 
 
@@ -18,7 +19,7 @@ class ViewState:
     question: str
     athlete: str
     scope: str = "auto"
-    tier: str = "paid"
+    tier: str = DEFAULT_TIER
     budget: int | None = None
     cost_mode: str = "hand"
     policy_digest: str | None = None

@@ -36,7 +36,7 @@ from coachctx.engine.matching import (
     vocabulary_matcher,
 )
 from coachctx.engine.pipeline import max_words_for, plan_for
-from coachctx.engine.policy import Policy
+from coachctx.engine.policy import DEFAULT_TIER, Policy
 from coachctx.engine.prompt import chat_tokens, system_block
 from coachctx.engine.prompt import system_tokens as system_tokens_of
 from coachctx.engine.routing import Route, route
@@ -50,7 +50,6 @@ from coachctx.tools.questions import Question, QuestionSet
 
 DEFAULT_ATHLETE: Final = "maya"
 """The dev set judges every row that names no athlete against maya (all services healthy)."""
-DEFAULT_TIER: Final = "paid"
 _MEMO_LIMIT: Final = 20_000
 
 Progress = Callable[[int, int], None]

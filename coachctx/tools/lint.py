@@ -21,11 +21,12 @@ from typing import Final, Literal
 
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.matching import filed_under
-from coachctx.engine.policy import INTENTS, SCOPES, Policy
+from coachctx.engine.policy import DEFAULT_TIER, INTENTS, SCOPES, Policy
 from coachctx.engine.routing import is_confident
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
-                   "weak-vocabulary", "missing-language", "no-unmatched-set", "missing-clinical-language"]
+                   "weak-vocabulary", "missing-language", "no-unmatched-set", "missing-clinical-language",
+                   "no-default-tier"]
 Severity = Literal["error", "warning"]
 
 RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
@@ -40,6 +41,8 @@ RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
                                     "only general's context"),
     "missing-clinical-language": ("warning", "a language used in the vocabulary has no clinical terms, so a "
                                              "question in it that reports pain is never read as clinical"),
+    "no-default-tier": ("warning", f"the policy has no tier {DEFAULT_TIER!r}, which a decision takes when no "
+                                   "tier is given"),
 }
 
 
@@ -64,7 +67,7 @@ def lint_policy(policy: Policy) -> list[Finding]:
     lint = _Lint(keys, {intent: _Stemmed(ks) for intent, ks in keys.items()}, _Nested(keys))
     return [*_exclude_conflicts(policy, lint), *_shared_terms(lint), *_unrequested(policy),
             *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
-            *_no_unmatched_set(policy), *_missing_clinical_languages(policy)]
+            *_no_unmatched_set(policy), *_missing_clinical_languages(policy), *_no_default_tier(policy)]
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
@@ -332,3 +335,14 @@ def _missing_languages(policy: Policy) -> Iterable[Finding]:
                            f"{intent} has no terms in {', '.join(missing)} (used by other intents): questions "
                            f"in {'that language' if len(missing) == 1 else 'those languages'} cannot reach "
                            f"{intent} by the rules")
+
+
+def _no_default_tier(policy: Policy) -> Iterable[Finding]:
+    """`explain` without `--tier`, an impact row without a tier and the playground's first screen
+    all take `DEFAULT_TIER`: a policy without it refused every such decision, and `check-policy`
+    said ok (an adversarial pass)."""
+    if DEFAULT_TIER not in policy.tiers:
+        yield _finding("no-default-tier", "tiers",
+                       f"no tier {DEFAULT_TIER!r}: every decision that names no tier (explain without --tier, an "
+                       f"impact row without one, the playground's first screen) is refused; the policy has "
+                       f"{', '.join(sorted(policy.tiers))}")

@@ -131,6 +131,13 @@ class TestEachRule:
         assert found[0].message.startswith("no clinical terms in es (the vocabulary has es terms): a question in es "
                                            "that reports pain is never read as clinical")
 
+    def test_no_default_tier(self, small: Policy) -> None:
+        # the policy was checked ok, and every explain without --tier was then refused (adversarial pass)
+        found = lint_edit(small, lambda d: d["tiers"].pop("paid"))
+        assert [(f.code, f.severity, f.path) for f in found] == [("no-default-tier", "warning", "tiers")]
+        assert found[0].message.startswith("no tier 'paid': every decision that names no tier")
+        assert found[0].message.endswith("the policy has free")
+
     def test_missing_language(self, small: Policy) -> None:
         found = lint_edit(small, lambda d: d["vocabulary"]["general"].pop("es"))
         assert [(f.code, f.severity, f.path) for f in found] == [("missing-language", "warning", "vocabulary.general")]
