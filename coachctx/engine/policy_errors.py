@@ -85,15 +85,16 @@ def describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     elif isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
         message += " (YAML reads an unquoted yes/no/on/off/true/false as a boolean, not a number)"
     elif isinstance(err.get("input"), str) and err["type"] in ("int_type", "float_type"):
-        message += f" ({_how_to_write_number(err['input'])})"
+        message += f" ({_how_to_write_number(err['input'], whole=err['type'] == 'int_type')})"
     return path, message
 
 
 _RESOLVER: Final = yaml.resolver.Resolver()
 
 
-def _how_to_write_number(text: str) -> str:
-    """Why a number arrived as text: one of YAML 1.1's number quirks, or quotes."""
+def _how_to_write_number(text: str, *, whole: bool = False) -> str:
+    """Why a number arrived as text: one of YAML 1.1's number quirks, or quotes. `whole`: the field
+    takes a whole number, so only that is offered (`2.5e+2` was, and was then refused as a float)."""
     plain = text.strip()
     digits = plain.lstrip("+-")
     sign = plain[: len(plain) - len(digits)].replace("+", "")
@@ -110,11 +111,16 @@ def _how_to_write_number(text: str) -> str:
         if len(digits) > 1 and digits[0] == "0" and digits.isdigit():
             return f"write {sign}{int(digits)}, not {plain}: YAML 1.1 reads a leading zero as octal"
         value = float(plain)
+        if not math.isfinite(value) and not digits.isalpha():  # 1e309; not inf or nan, which are words
+            return f"{plain} is too large to be a number"
         if math.isfinite(value) and _RESOLVER.resolve(yaml.ScalarNode, plain, (True, False)).endswith(":str"):
             # `1e3`: YAML 1.1 wants a dot and a signed exponent; without quotes it is still text
+            decimal = f"{int(value)}" if value.is_integer() and abs(value) < 1e15 else ""
+            if whole:
+                return (f"YAML 1.1 reads {plain} as text, not a number: write {decimal}" if decimal else
+                        f"YAML 1.1 reads {plain} as text, and this takes a whole number")
             exponent = f"{value:.1e}".replace("e+0", "e+").replace("e-0", "e-")
-            decimal = f"{int(value)} or " if value.is_integer() and abs(value) < 1e15 else ""
-            return f"YAML 1.1 reads {plain} as text, not a number: write {decimal}{exponent}"
+            return f"YAML 1.1 reads {plain} as text, not a number: write {decimal + ' or ' if decimal else ''}{exponent}"
     except ValueError:
         pass
     return "a number is written without quotes"

@@ -70,11 +70,18 @@ class TestPolicyNumbers:
         ("tiers.paid", "1_400", "(write 1400, not 1_400: YAML 1.1 reads underscores in a number)"),
         ("routing.margin", "1:30.5", "(YAML 1.1 reads 1:30.5 as a base-60 number (90.5)"),
         ("routing.margin", "1_0.5", "(write 10.5, not 1_0.5: YAML 1.1 reads underscores"),
-        ("tiers.paid", "1e3", "got str '1e3' (YAML 1.1 reads 1e3 as text, not a number: write 1000 or 1.0e+3)"),
+        # a whole-number field is offered the whole number alone: `2.5e+2` was offered, then refused as a float
+        ("tiers.paid", "1e3", "got str '1e3' (YAML 1.1 reads 1e3 as text, not a number: write 1000)"),
+        ("intents.training.max_words", "2.5e2", "(YAML 1.1 reads 2.5e2 as text, not a number: write 250)"),
+        ("tiers.free", "５０", "(YAML 1.1 reads ５０ as text, not a number: write 50)"),
+        ("tiers.free", "2.55e1", "(YAML 1.1 reads 2.55e1 as text, and this takes a whole number)"),
+        ("routing.margin", "1e3", "(YAML 1.1 reads 1e3 as text, not a number: write 1000 or 1.0e+3)"),
         ("routing.margin", "1.0e300", "(YAML 1.1 reads 1.0e300 as text, not a number: write 1.0e+300)"),
+        ("vocabulary.training.en.train", "1e309", "got str '1e309' (1e309 is too large to be a number)"),
         ("vocabulary.training.en.train", "01", "(write 1, not 01: YAML 1.1 reads a leading zero as octal)"),
     ], ids=["tier-octal", "tier-base-60", "hex", "binary", "underscore", "base-60-float", "underscore-float",
-            "1e3", "1.0e300", "weight-leading-zero"])
+            "1e3", "2.5e2-whole", "fullwidth-digits", "not-whole", "1e3-margin", "1.0e300", "1e309",
+            "weight-leading-zero"])
     def test_yaml11_number_quirks_are_refused_saying_how_to_write_them(self, where: str, value: str,
                                                                          hint: str) -> None:
         written = self._WRITTEN[where]
