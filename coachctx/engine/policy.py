@@ -209,7 +209,7 @@ class Modifier(_Strict):
     def _some_intents(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and not value:
             raise ValueError("an empty list of intents would never apply; leave `intents` out for every intent")
-        return value
+        return value if value is None else list(_no_duplicates(value))
 
 
 class ScopePolicy(_Strict):

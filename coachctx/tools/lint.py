@@ -21,12 +21,13 @@ from typing import Final, Literal
 
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.matching import filed_under
-from coachctx.engine.policy import DEFAULT_TIER, INTENTS, SCOPES, Policy
+from coachctx.engine.policy import DEFAULT_TIER, INTENTS, LANGUAGES, SCOPES, Policy
 from coachctx.engine.routing import is_confident
+from coachctx.engine.term_text import matched_as
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
                    "weak-vocabulary", "missing-language", "no-unmatched-set", "missing-clinical-language",
-                   "no-default-tier"]
+                   "no-default-tier", "zero-margin", "shared-scope-term"]
 Severity = Literal["error", "warning"]
 
 RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
@@ -43,6 +44,8 @@ RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
                                              "question in it that reports pain is never read as clinical"),
     "no-default-tier": ("warning", f"the policy has no tier {DEFAULT_TIER!r}, which a decision takes when no "
                                    "tier is given"),
+    "zero-margin": ("warning", "a routing margin of 0 makes a tie between two intents a sure route"),
+    "shared-scope-term": ("warning", "a scope term is in two scopes, so it votes for both horizons"),
 }
 
 
@@ -67,7 +70,8 @@ def lint_policy(policy: Policy) -> list[Finding]:
     lint = _Lint(keys, {intent: _Stemmed(ks) for intent, ks in keys.items()}, _Nested(keys))
     return [*_exclude_conflicts(policy, lint), *_shared_terms(lint), *_unrequested(policy),
             *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
-            *_no_unmatched_set(policy), *_missing_clinical_languages(policy), *_no_default_tier(policy)]
+            *_no_unmatched_set(policy), *_missing_clinical_languages(policy), *_no_default_tier(policy),
+            *_zero_margin(policy), *_shared_scope_terms(policy)]
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
@@ -346,3 +350,28 @@ def _no_default_tier(policy: Policy) -> Iterable[Finding]:
                        f"no tier {DEFAULT_TIER!r}: every decision that names no tier (explain without --tier, an "
                        f"impact row without one, the playground's first screen) is refused; the policy has "
                        f"{', '.join(sorted(policy.tiers))}")
+
+
+def _zero_margin(policy: Policy) -> Iterable[Finding]:
+    """A tie (training 1, injury 1) "leads by 0 >= margin 0": the rules call a coin flip sure, and
+    it never reaches the model (an adversarial pass)."""
+    if policy.routing.margin == 0:
+        yield _finding("zero-margin", "routing.margin",
+                       "margin 0: a question that scores two intents alike is routed by the rules as if sure (it "
+                       "leads by 0 >= 0), so a tie never reaches the model and the route's excludes apply where "
+                       "no evidence keeps a fragment; a margin above 0 sends ties to the model")
+
+
+def _shared_scope_terms(policy: Policy) -> Iterable[Finding]:
+    """A scope term filed under two scopes counts for both, and the tie goes to the shorter horizon
+    whatever the coach meant (an adversarial pass)."""
+    first: dict[tuple[str, tuple[str, ...]], str] = {}
+    for scope in SCOPES:
+        sp = policy.scopes.get(scope)  # type: ignore[call-overload]
+        for lang, terms in (sp.terms.items() if sp is not None else ()):
+            for term in terms:
+                key = (lang, matched_as(term, LANGUAGES[lang]))
+                other = first.setdefault(key, scope)
+                if other != scope:
+                    yield _finding("shared-scope-term", f"scopes.{scope}.terms.{lang}",
+                                   f"{term!r} is a {other} term too: it votes for both horizons; keep it in one")

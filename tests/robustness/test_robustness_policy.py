@@ -154,6 +154,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "fragment_in_primary_and_exclude.yaml": ("intents.injury", "'baseline_strength' is in both primary and exclude"),
     "fragment_in_primary_and_secondary.yaml": ("intents.conditions", "'conditions_today' is in both primary and secondary"),
     "two_scope_actions_one_fragment.yaml": ("scopes.today", r"'readiness_training' has two actions \(promote and drop\)"),
+    "modifier_intent_twice.yaml": ("scopes.today.modifiers[1].intents", "lists 'training' twice"),
     # numbers out of range, bad names
     "negative_weight.yaml": ("vocabulary.injury.en.pain", "greater than 0, got -1.0"),
     "zero_weight.yaml": ("vocabulary.conditions.en.weather", "greater than 0, got 0"),

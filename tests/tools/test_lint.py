@@ -138,6 +138,15 @@ class TestEachRule:
         assert found[0].message.startswith("no tier 'paid': every decision that names no tier")
         assert found[0].message.endswith("the policy has free")
 
+    def test_zero_margin(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["routing"].update(margin=0))
+        assert [(f.code, f.severity, f.path) for f in found] == [("zero-margin", "warning", "routing.margin")]
+
+    def test_a_scope_term_in_two_scopes(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["scopes"]["week"]["terms"]["en"].append("Tonight"))
+        assert [(f.code, f.severity, f.path) for f in found] == [("shared-scope-term", "warning", "scopes.week.terms.en")]
+        assert found[0].message == "'Tonight' is a today term too: it votes for both horizons; keep it in one"
+
     def test_missing_language(self, small: Policy) -> None:
         found = lint_edit(small, lambda d: d["vocabulary"]["general"].pop("es"))
         assert [(f.code, f.severity, f.path) for f in found] == [("missing-language", "warning", "vocabulary.general")]
