@@ -155,7 +155,11 @@ def _list_or_delete(args: argparse.Namespace) -> int:
 
     with PolicyStore(store_url(args.store), create=False) as store:
         if args.labels_command == "list":
-            for label in store.question_labels():
+            found = store.question_labels()
+            if not found:  # an empty store printed nothing at all (an adversarial pass)
+                print(f"no question labels in {store.display_url}; add some with `coachctx labels import FILE`",
+                      file=sys.stderr)
+            for label in found:
                 at = label.created_at.strftime("%Y-%m-%d %H:%M") if label.created_at is not None else "-"
                 print(f"{label.id}\t{at}\t{printable(label.author)}\t{label.origin}\t{'/'.join(label.intents)}\t"
                       f"{printable(label.question)}")

@@ -234,6 +234,13 @@ class TestListAndDelete:
         with PolicyStore(url) as store:
             assert [x.id for x in store.question_labels()] == [second.id]
 
+    def test_an_empty_store_says_so(self, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+        with PolicyStore(url) as store:
+            store.add_question_labels([])
+        assert main(["labels", "list", "--store", url]) == 0
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith("no question labels in sqlite:///")
+
     def test_an_unknown_id_deletes_nothing_and_names_it(self, url: str, capsys: pytest.CaptureFixture[str]) -> None:
         with PolicyStore(url) as store:
             stored = store.add_question_label(label())
