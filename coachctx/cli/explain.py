@@ -65,7 +65,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.trace_out:
         # the policy file read, the default one too (`--trace-out policy/default.yaml` replaced it with
         # a trace), and the athlete fixtures, a folder read whole: a trace among them would be an athlete
-        read = [args.policy or DEFAULT_POLICY_PATH] if args.policy_version is None else []
+        read = [source] if version is None else []  # a stored version's source is no file
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget),
                           inputs=[*read, upstream.root])
     if args.json:

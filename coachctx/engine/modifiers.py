@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coachctx.engine.plan import FragmentState, Plan, Reason
+from coachctx.engine.plan import KEEPS_WHATEVER_THE_HORIZON, FragmentState, Plan, Reason
 from coachctx.engine.policy import Modifier, Policy
 
 
@@ -25,7 +25,7 @@ class ApplyScope:
         for m in self.modifiers:
             state = changes.get(m.fragment, plan[m.fragment])
             tag = f"scope {self.scope}: {m.reason}"
-            if m.action != "promote" and ("clinical_question" in state.codes or "unread_question" in state.codes):
+            if m.action != "promote" and not KEEPS_WHATEVER_THE_HORIZON.isdisjoint(state.codes):
                 continue  # a clinical or unread question keeps readiness_injury whatever the horizon
             if "excluded" in state.codes:
                 if m.action == "promote":

@@ -85,6 +85,8 @@ def term_chars_limit(language: str) -> int:
     """The most characters a term of this language may have: `MAX_UNSPACED_TERM_CHARS` where terms
     match as substrings or word starts (Japanese, Chinese, Korean), else `MAX_TERM_CHARS`."""
     return MAX_UNSPACED_TERM_CHARS if LANGUAGES[language] in ("substring", "prefix") else MAX_TERM_CHARS
+
+
 MAX_PROBLEMS_SHOWN: Final = 20
 """A policy with 40,000 unknown keys is named by its first problems, not 40,000 lines."""
 MIN_WEIGHT: Final = 0.000001
@@ -280,7 +282,7 @@ class Policy(_Strict):
                                  f"scripts; {language} terms already match as written")
             if len(term) > term_chars_limit(language):
                 raise ValueError(f"{where}.{language}: the term {shown(term)} has {len(term)} characters; "
-                                 f"{language} terms may have at most {MAX_UNSPACED_TERM_CHARS}")
+                                 f"{language} terms may have at most {term_chars_limit(language)}")
             dead = never_matches(term, language, LANGUAGES[language], matched)
             if dead is not None:
                 raise ValueError(f"{where}.{language}: {dead}")

@@ -48,7 +48,8 @@ def _kind(expected: Sequence[str]) -> str:
     return "value"
 
 
-def _did_you_mean(value: Any, options: Sequence[str]) -> str:
+def did_you_mean(value: Any, options: Sequence[str]) -> str:
+    """" (did you mean 'x'?)" for the option closest to a mistyped name, else ""."""
     if not isinstance(value, str) or len(value) > 100:
         return ""
     close = difflib.get_close_matches(str(value), list(options), n=1, cutoff=0.6)
@@ -141,13 +142,13 @@ def _describe_error(err: Mapping[str, Any], data: Any) -> tuple[str, str]:
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         known = list(model.model_fields) if model else []
-        return path, f"unknown key {short_value(loc[-1])}{_did_you_mean(loc[-1], known)}" + (
+        return path, f"unknown key {short_value(loc[-1])}{did_you_mean(loc[-1], known)}" + (
             f"; allowed: {', '.join(known)}" if known else "")
     if kind == "literal_error":
         expected = [s.strip().strip("'") for s in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
         expected = [e for e in expected if e]
         what = _kind(expected)
-        return path, f"unknown {what} {short_value(value)}{_did_you_mean(value, expected)}"
+        return path, f"unknown {what} {short_value(value)}{did_you_mean(value, expected)}"
     if kind == "missing":
         return path, "required key is missing"
     if kind in ("greater_than", "greater_than_equal", "less_than_equal", "less_than"):

@@ -8,7 +8,6 @@ for this athlete") is `never_computed`. Conditions are per city and fetched once
 
 from __future__ import annotations
 
-import difflib
 import re
 import time
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
 from coachctx.engine.fragments import SERVICES, ServiceName
+from coachctx.engine.policy_errors import did_you_mean
 from coachctx.errors import InputError
 from coachctx.reading import parse_json, printable, read_bytes, shown
 
@@ -290,10 +290,9 @@ def _check_services(services: Any, where: str) -> None:
         raise InputError(f"{where}: expected a `services` object ({listed}; one left out answers 404), got {got}")
     for name in services:
         if name not in ATHLETE_SERVICES:
-            close = difflib.get_close_matches(str(name), ATHLETE_SERVICES, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(f"{where}: services.{printable(str(name))}: not a service of an athlete's fixture "
-                             f"({listed}; conditions are per city, in conditions.json){hint}")
+            raise InputError(f"{where}: services.{printable(str(name))}: not a service of an athlete's fixture"
+                             f"{did_you_mean(name, ATHLETE_SERVICES)}; those are {listed} (conditions are per "
+                             "city, in conditions.json)")
 
 
 def _whole(value: Any, what: str, low: int, high: int) -> int:

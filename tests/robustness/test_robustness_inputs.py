@@ -339,9 +339,9 @@ class TestAthletes:
         ({}, "expected a `services` object (account, baselines, readiness; one left out answers 404), got none"),
         ({"services": []}, "expected a `services` object (account, baselines, readiness; one left out answers 404), "
                            "got a list"),
-        ({"services": {"readines": {}}}, "services.readines: not a service of an athlete's fixture (account, "
-                                         "baselines, readiness; conditions are per city, in conditions.json); "
-                                         "did you mean 'readiness'?"),
+        ({"services": {"readines": {}}}, "services.readines: not a service of an athlete's fixture (did you mean "
+                                         "'readiness'?); those are account, baselines, readiness (conditions are "
+                                         "per city, in conditions.json)"),
     ])
     def test_a_fixture_without_its_services_is_refused_not_read_as_nothing_computed(
             self, refused: Callable[..., str], tmp_path: Path, fixture: dict[str, Any], message: str) -> None:

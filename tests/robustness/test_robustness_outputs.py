@@ -256,8 +256,7 @@ class TestTraceOut:
         """`--trace-out policy/default.yaml` without `--policy` replaced the checked-in policy (an adversarial pass)."""
         policy = tmp_path / "default.yaml"  # a copy stands in for the checked-in file
         shutil.copyfile(DEFAULT_POLICY_PATH, policy)
-        for module in ("coachctx.cli.common", "coachctx.cli.explain"):
-            monkeypatch.setattr(f"{module}.DEFAULT_POLICY_PATH", policy)
+        monkeypatch.setattr("coachctx.cli.common.DEFAULT_POLICY_PATH", policy)
         assert explain_to(cli, policy).code == 2 and policy.read_bytes() == DEFAULT_POLICY_PATH.read_bytes()
 
     @TIMEOUT

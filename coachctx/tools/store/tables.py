@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,13 +35,13 @@ class StoredTime(sa.TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> Any:
         if value is None or dialect.name != "sqlite":
             return value
-        return _SQLITE_TIME.bind_processor(dialect)(value)  # type: ignore[misc]
+        return _sqlite_time(dialect)[0](value)
 
     def process_result_value(self, value: Any, dialect: sa.Dialect) -> datetime | None:
         if value is None or isinstance(value, datetime):
             return value
         try:
-            read = _SQLITE_TIME.result_processor(dialect, None)(value)  # type: ignore[misc]
+            read = _sqlite_time(dialect)[1](value)
         except (ValueError, TypeError):
             read = None
         if not isinstance(read, datetime):
@@ -48,7 +50,13 @@ class StoredTime(sa.TypeDecorator[datetime]):
         return read
 
 
-_SQLITE_TIME = sqlite.DATETIME()
+@lru_cache(maxsize=4)
+def _sqlite_time(dialect: sa.Dialect) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """SQLAlchemy's own SQLite DATETIME writer and reader, made once per dialect, not once per value."""
+    time = sqlite.DATETIME()
+    write, read = time.bind_processor(dialect), time.result_processor(dialect, None)
+    assert write is not None and read is not None
+    return write, read
 
 metadata = sa.MetaData()
 
