@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
@@ -69,10 +69,11 @@ class ServiceResult:
     @classmethod
     def from_snapshot(cls, service: ServiceName, snap: Mapping[str, Any]) -> ServiceResult:
         if not isinstance(snap, Mapping):
-            raise ValueError(f"services.{service}: expected an object, got {type(snap).__name__}")
+            raise ValueError(f"bundle.services.{service}: expected an object, got {type(snap).__name__}")
+        refuse_unknown_keys(snap, _RESULT_KEYS, f"bundle.services.{service}")
         status = snap.get("status")
         if status not in ("ok", "unreachable", "never_computed"):
-            raise ValueError(f"services.{service}.status: {shown(status)} is not ok/unreachable/never_computed")
+            raise ValueError(f"bundle.services.{service}.status: {shown(status)} is not ok/unreachable/never_computed")
         return cls(service=service, status=status, detail=str(snap.get("detail", "")), body=snap.get("body"),
                    latency_ms=snap.get("latency_ms"))
 
@@ -102,6 +103,8 @@ class Bundle:
         services = snap.get("services")
         if not isinstance(services, Mapping):
             raise ValueError("bundle.services: expected a mapping of the four services")
+        refuse_unknown_keys(snap, _BUNDLE_KEYS, "bundle")
+        refuse_unknown_keys(services, SERVICES, "bundle.services")
         missing = [s for s in SERVICES if s not in services]
         if missing:
             raise ValueError(f"bundle.services: missing {', '.join(missing)}")
@@ -111,6 +114,19 @@ class Bundle:
         return cls(athlete=str(snap.get("athlete", "")),
                    results={s: ServiceResult.from_snapshot(s, services[s]) for s in SERVICES},
                    city=snap.get("city"), language=snap.get("language"))
+
+
+_RESULT_KEYS: Final = ("status", "detail", "body", "latency_ms")
+_BUNDLE_KEYS: Final = ("athlete", "city", "language", "services")
+
+
+def refuse_unknown_keys(obj: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    """A snapshot is read back exactly as it was written: a key it never holds (a hand edit, a
+    mistyped name) is refused, naming it, rather than dropped without a word."""
+    unknown = [key for key in obj if key not in known]
+    if unknown:
+        raise ValueError(f"{where}: unknown key {shown(unknown[0])}{did_you_mean(unknown[0], known)}; "
+                         f"the keys it may hold are {', '.join(known)}")
 
 
 # --- fetching --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from coachctx.engine.decision import Decision
 from coachctx.engine.pipeline import select
 from coachctx.engine.policy import MAX_BUDGET, Policy
 from coachctx.engine.routing import ModelAnswer
-from coachctx.engine.services import ATHLETE_ID, Bundle
+from coachctx.engine.services import ATHLETE_ID, Bundle, refuse_unknown_keys
 from coachctx.errors import InputError, TraceError
 from coachctx.reading import (
     ReadError,
@@ -274,6 +274,11 @@ def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
         if not isinstance(obj.get(key), Mapping):
             raise TraceError(f"{source}: {key}: expected an object")
     inputs = obj["inputs"]
+    try:
+        refuse_unknown_keys(obj, ("format", "inputs", "decision", "bundle"), "the trace")
+        refuse_unknown_keys(inputs, _INPUT_KEYS, "inputs")
+    except ValueError as e:
+        raise TraceError(f"{source}: {e}") from e
     asked = _inputs(inputs, source)
     try:
         bundle = Bundle.from_snapshot(_untag_nonfinite(obj["bundle"]))
@@ -283,6 +288,10 @@ def parse_trace(text: str | bytes, source: str = "<trace>") -> Trace:
         raise TraceError(f"{source}: inputs.athlete is {shown(asked.athlete)} but the bundle was fetched for "
                          f"{shown(bundle.athlete)}: the trace was edited")
     return Trace(inputs=inputs, decision=obj["decision"], bundle=bundle, source=source, asked=asked)
+
+
+_INPUT_KEYS: Final = ("question", "athlete", "scope", "tier", "budget", "cost_mode")
+"""What `make_trace` records of the call; the policy is replay's own argument, never the trace's."""
 
 
 def _inputs(inputs: Mapping[str, Any], source: str) -> TraceInputs:

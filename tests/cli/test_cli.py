@@ -316,7 +316,7 @@ class TestReplay:
         ("no question", lambda t: {**t, "inputs": {**t["inputs"], "question": "  "}},
          "inputs.question: expected the question text"),
         ("services not objects", lambda t: {**t, "bundle": {**t["bundle"], "services": dict.fromkeys(
-            ("account", "baselines", "readiness", "conditions"), 5)}}, "services.account: expected an object"),
+            ("account", "baselines", "readiness", "conditions"), 5)}}, "bundle.services.account: expected an object"),
         ("a service missing", lambda t: {**t, "bundle": {**t["bundle"], "services": {}}},
          "bundle.services: missing account"),
         ("language not text", lambda t: {**t, "bundle": {**t["bundle"], "language": {"en": 1}}},

@@ -172,3 +172,30 @@ class TestEveryRecordedField:
         r = cli("replay", str(path))
         line = next(line for line in r.out.splitlines() if line.startswith("  warnings: recorded "))
         assert len(line) < 300 and "(1,000,000 characters)" in line and line.endswith('-> now []')
+
+
+class TestKeysATraceNeverHolds:
+    """A trace is read back exactly as `make_trace` wrote it: a key it never holds, at the top, in
+    `inputs` or anywhere in the bundle, is refused naming it (an adversarial pass found
+    `inputs.policy`, a fifth service and a top-level note each dropped without a word, and the
+    replay called "the same decision")."""
+
+    @pytest.mark.parametrize(("edit", "message"), [
+        (lambda t: t.update(note="x"), "the trace: unknown key 'note'"),
+        (lambda t: t["inputs"].update(policy="other.yaml"), "inputs: unknown key 'policy'"),
+        (lambda t: t["bundle"].update(extra_service={"a": 1}), "bundle: unknown key 'extra_service'"),
+        (lambda t: t["bundle"]["services"].update(readines={}),
+         "bundle.services: unknown key 'readines' (did you mean 'readiness'?)"),
+        (lambda t: t["bundle"]["services"]["account"].update(bdy=1),
+         "bundle.services.account: unknown key 'bdy' (did you mean 'body'?)"),
+    ], ids=["top_level", "inputs", "bundle", "a_fifth_service", "a_service_result"])
+    def test_an_unknown_key_is_refused_by_name(self, cli: TerminalRun, recorded: dict[str, Any], tmp_path: Path,
+                                               edit: Callable[[dict[str, Any]], None], message: str) -> None:
+        path = tmp_path / "t.json"
+        path.write_text(json.dumps(tampered(recorded, edit)), encoding="utf-8")
+        r = cli("replay", str(path))
+        assert r.code == 2 and r.out == ""
+        assert r.err.startswith(f"coachctx: {path}: {message}") and "Traceback" not in r.err
+
+    def test_every_key_make_trace_writes_reads_back(self, recorded: dict[str, Any], policy: Policy) -> None:
+        assert fields(recorded, policy) == set()
