@@ -78,10 +78,12 @@ def cmd_policy(args: argparse.Namespace) -> int:
         # only a save creates the store: a read of a mistyped --store must leave nothing behind
         store = PolicyStore(store_url(args.store), create=args.policy_command == "save")
     except MissingStoreError:
-        if args.policy_command != "history" or args.label is not None:
+        # only the per-user default may not exist yet without a word: a store named by --store or
+        # $COACHCTX_STORE that does not exist is a typo until shown otherwise, as in `labels list`
+        url = store_url(args.store) or default_store_url()
+        if args.policy_command != "history" or args.label is not None or url != default_store_url({}):
             raise
-        print(f"no versions yet in {printable(store_url(args.store) or default_store_url())}; save one with "
-              "`coachctx policy save FILE -m MESSAGE`")
+        print(f"no versions yet in {printable(url)}; save one with `coachctx policy save FILE -m MESSAGE`")
         return 0
     with store:
         return _POLICY[args.policy_command](args, store)

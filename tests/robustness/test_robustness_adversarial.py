@@ -188,10 +188,11 @@ class TestStore:
         ["policy", "diff", "live", "1"],
         ["policy", "label", "live", "1"],
         ["policy", "history", "--label", "live"],
+        ["policy", "history"],
         ["explain", PAIN, "--athlete", "maya", "--policy-version", "live"],
         ["impact", str(DEV_QUESTIONS), "--base", "live", "--candidate", POLICY],
         ["suggest", str(DEV_QUESTIONS), "--policy-version", "live"],
-    ], ids=["show", "diff", "label", "history-label", "explain", "impact", "suggest"])
+    ], ids=["show", "diff", "label", "history-label", "history-of-a-named-store", "explain", "impact", "suggest"])
     def test_a_read_of_a_store_that_does_not_exist_creates_nothing(self, cli: Callable[..., Result],
                                                                    tmp_path: Path, argv: list[str]) -> None:
         before = files_under(tmp_path)

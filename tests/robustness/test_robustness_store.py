@@ -88,6 +88,24 @@ class TestStore:
         code, out, _ = cli("policy", "history", "--store", saved)
         assert code == 0 and "2026-12-07 15:51" in out
 
+    @pytest.mark.timeout(20)
+    def test_a_version_whose_yaml_was_edited_in_the_database_is_refused(
+            self, refused: Callable[..., str], cli: Run, saved: str, tmp_path: Path) -> None:
+        """A version's digest was never checked against its YAML: an UPDATE in the database made
+        `--policy-version live` decide under another policy while the Decision named version 1."""
+        with PolicyStore(saved) as store:
+            digest = store.resolve("live").digest
+        with sqlite3.connect(tmp_path / "s.sqlite") as raw:
+            raw.execute("UPDATE policy_versions SET yaml = ?", (replaced(MINIMAL_POLICY, "paid: 1400", "paid: 4000"),))
+        expected = "coachctx: version 1 was changed in the store after it was saved: its YAML now has digest "
+        line = refused("explain", "run", "--athlete", "maya", "--policy-version", "live", "--store", saved)
+        assert line.startswith(expected) and line.endswith(f"it was saved as {digest}; save the policy you want "
+                                                           "as a new version")
+        with PolicyStore(saved) as store:
+            assert [p.split(":")[0] for p in store.verify()] == ["version 1 was changed in the store after it was saved"]
+        code, out, _ = cli("policy", "history", "--store", saved)  # the history still lists it
+        assert code == 0 and digest in out
+
     @pytest.mark.timeout(10)
     def test_a_store_in_a_missing_directory_is_refused_and_nothing_is_created(
             self, refused: Callable[..., str], tmp_path: Path) -> None:

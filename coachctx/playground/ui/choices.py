@@ -49,9 +49,9 @@ def resolve_choice(choice: str, ctx: Context) -> tuple[Policy, str]:
     if choice.startswith("label:"):
         name = choice.removeprefix("label:")
         version = ctx.store.store.resolve(name)
-        return policy_from_text(version.yaml), f"{name} (v{version.number})"
+        return version.checked(policy_from_text(version.yaml)), f"{name} (v{version.number})"
     version = ctx.store.store.get(int(choice[1:]))
-    return policy_from_text(version.yaml), f"v{version.number}"
+    return version.checked(policy_from_text(version.yaml)), f"v{version.number}"
 
 
 def default_index(options: Sequence[T], *preferred: T | None) -> int:

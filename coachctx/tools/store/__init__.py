@@ -62,6 +62,7 @@ from coachctx.tools.store.drafts import (
     Draft,
 )
 from coachctx.tools.store.errors import (
+    ChangedVersionError,
     MissingStoreError,
     NoChangeError,
     StaleSaveError,
@@ -115,6 +116,7 @@ __all__ = [
     "NoChangeError",
     "StaleSaveError",
     "StoreError",
+    "ChangedVersionError",
     "UnknownVersionError",
     "HEADER_PREFIX",
     "based_on",

@@ -29,3 +29,7 @@ class StaleSaveError(StoreError):
 
 class NoChangeError(StoreError):
     """A save whose policy is identical to the version it is based on."""
+
+
+class ChangedVersionError(StoreError):
+    """A saved version whose YAML no longer has the digest it was saved with: edited in the database."""

@@ -23,7 +23,12 @@ from coachctx.tools.store.checks import (
     one_line,
 )
 from coachctx.tools.store.database import Database
-from coachctx.tools.store.errors import NoChangeError, StaleSaveError, UnknownVersionError
+from coachctx.tools.store.errors import (
+    ChangedVersionError,
+    NoChangeError,
+    StaleSaveError,
+    UnknownVersionError,
+)
 from coachctx.tools.store.header import based_on, strip_header
 from coachctx.tools.store.tables import utc
 
@@ -41,7 +46,16 @@ class Version:
     yaml: str
 
     def policy(self) -> Policy:
-        return parse_policy(self.yaml, f"version {self.number}")
+        return self.checked(parse_policy(self.yaml, f"version {self.number}"))
+
+    def checked(self, policy: Policy) -> Policy:
+        """`policy`, read from this version's YAML, when it is the policy that was saved: a YAML
+        edited in the database since would decide under the version's number but not as saved."""
+        if policy.digest != self.digest:
+            raise ChangedVersionError(
+                f"version {self.number} was changed in the store after it was saved: its YAML now has digest "
+                f"{policy.digest}, it was saved as {self.digest}; save the policy you want as a new version")
+        return policy
 
 
 @dataclass(frozen=True)
@@ -227,12 +241,11 @@ class VersionStore(Database):
                 v = _version(row._mapping)
                 numbers.add(v.number)
                 try:
-                    digest = v.policy().digest
+                    v.policy()
                 except PolicyError as e:
                     problems.append(f"version {v.number} does not parse: {e}")
-                    continue
-                if digest != v.digest:
-                    problems.append(f"version {v.number}: digest is {digest}, recorded {v.digest}")
+                except ChangedVersionError as e:
+                    problems.append(str(e))
             for row in conn.execute(sa.select(tables.versions.c.number, tables.versions.c.parent)):
                 if row.parent is not None and row.parent not in numbers:
                     problems.append(f"version {row.number}: parent {row.parent} is missing")
