@@ -11,7 +11,6 @@ bad one; an export is written whole or not at all.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from typing import Any, Final
 
 from coachctx.cli.common import STORE_HELP, store_url
 from coachctx.cli.policy import AUTHOR_ENV, _default_author
+from coachctx.engine.policy_errors import did_you_mean
 from coachctx.errors import InputError
 from coachctx.reading import parse_json_line, printable, read_text, shown
 
@@ -75,9 +75,7 @@ def parse_labels_jsonl(text: str, source: str, *, author: str) -> list[Any]:
             raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         unknown = [k for k in obj if k not in FIELDS]
         if unknown:
-            near = difflib.get_close_matches(str(unknown[0]), FIELDS, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise InputError(f"{where}: unknown field {shown(str(unknown[0]))}{hint}")
+            raise InputError(f"{where}: unknown field {shown(str(unknown[0]))}{did_you_mean(unknown[0], FIELDS)}")
         both = both_spellings(obj, (("question", "q"),))
         if both is not None:
             raise InputError(f"{where}: {both}")

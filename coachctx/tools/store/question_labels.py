@@ -4,7 +4,6 @@ is stored (`check_question_label`); not to be confused with the labels that name
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ import sqlalchemy as sa
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.pipeline import MAX_QUESTION_CHARS, SCOPE_REQUESTS
 from coachctx.engine.policy import INTENTS, LANGUAGES
+from coachctx.engine.policy_errors import did_you_mean
 from coachctx.engine.services import ATHLETE_ID
 from coachctx.reading import shown
 from coachctx.tools.store import tables
@@ -157,9 +157,7 @@ def _names(values: Any, known: Sequence[str], what: str, kind: str) -> tuple[str
         raise StoreError(f"{what}: expected a list of {kind} names, got {shown(values)}")
     for v in values:
         if v not in known:
-            near = difflib.get_close_matches(v, known, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise StoreError(f"{what}: unknown {kind} {shown(v)}{hint}; use {', '.join(known)}")
+            raise StoreError(f"{what}: unknown {kind} {shown(v)}{did_you_mean(v, known)}; use {', '.join(known)}")
     return tuple(dict.fromkeys(values))  # once each, in the order given
 
 
