@@ -12,7 +12,7 @@ import sys
 from typing import Any, Final
 
 from coachctx.cli.common import STORE_HELP, print_json, store_url, whole_number
-from coachctx.engine.policy import read_policy_text
+from coachctx.engine.policy import Policy, read_policy_text
 from coachctx.errors import InputError
 from coachctx.reading import printable, shown
 
@@ -97,7 +97,21 @@ def _save(args: argparse.Namespace, store: Any) -> int:
     moved = f"; {args.label} -> {version.number}" if args.label else ""
     parent = f", parent {version.parent}" if version.parent is not None else ""
     print(f"saved version {version.number} (digest {version.digest}{parent}){moved}")
+    _say_lint_errors(version.policy())
     return 0
+
+
+def _say_lint_errors(policy: Policy) -> None:
+    """A policy with lint errors is saved, as the playground saves it, but not without a word: each
+    rule that can never act as written is named on stderr, as `check-policy` names it."""
+    from coachctx.tools.lint import errors, lint_policy
+
+    found = errors(lint_policy(policy))
+    if found:
+        print(f"warning: the saved policy has {len(found)} lint error(s) (`coachctx check-policy` lists them too):",
+              file=sys.stderr)
+        for finding in found:
+            print(f"  {printable(str(finding))}", file=sys.stderr)
 
 
 def _history(args: argparse.Namespace, store: Any) -> int:

@@ -106,6 +106,18 @@ class TestStore:
         code, out, _ = cli("policy", "history", "--store", saved)  # the history still lists it
         assert code == 0 and digest in out
 
+    @pytest.mark.timeout(20)
+    def test_a_save_with_lint_errors_names_them(self, cli: Run, store_url: str) -> None:
+        """`policy save` stored a policy whose rules can never act as written without a word; it is
+        saved (as the playground saves it) and each lint error is named on stderr."""
+        lint = Path(__file__).parents[1] / "data" / "lint_every_rule.yaml"
+        code, out, err = cli("policy", "save", str(lint), "-m", "lint", "--store", store_url)
+        assert code == 0 and out.startswith("saved version 1 ")
+        assert err.startswith("warning: the saved policy has 2 lint error(s)")
+        assert "[promote-excluded]" in err and "[weak-vocabulary]" in err and "[shared-term]" not in err
+        code, out, err = cli("policy", "save", str(lint.parents[2] / "policy" / "default.yaml"), "-m", "clean", "--store", store_url)
+        assert (code, err) == (0, "") and out.startswith("saved version 2 ")
+
     @pytest.mark.timeout(10)
     def test_a_store_in_a_missing_directory_is_refused_and_nothing_is_created(
             self, refused: Callable[..., str], tmp_path: Path) -> None:
