@@ -119,6 +119,17 @@ class TestStore:
         assert (code, err) == (0, "") and out.startswith("saved version 2 ")
 
     @pytest.mark.timeout(10)
+    def test_a_hash_in_a_sqlite_url_is_refused_not_made_part_of_a_new_file(
+            self, refused: Callable[..., str], saved: str, tmp_path: Path) -> None:
+        """`labels import` created `s.sqlite#frag` beside the real store (an adversarial pass)."""
+        lines = tmp_path / "labels.jsonl"
+        lines.write_text('{"question": "knee hurts", "intents": ["injury"]}\n', encoding="utf-8")
+        for command in (("policy", "history"), ("labels", "import", str(lines))):
+            line = refused(*command, "--store", saved + "#frag")
+            assert "a '#' in a SQLite URL would become part of the file name (s.sqlite#frag)" in line, command
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.jsonl", "s.sqlite"]
+
+    @pytest.mark.timeout(10)
     def test_a_store_in_a_missing_directory_is_refused_and_nothing_is_created(
             self, refused: Callable[..., str], tmp_path: Path) -> None:
         line = refused("policy", "history", "--store", str(tmp_path / "typo" / "deeper" / "s.sqlite"))

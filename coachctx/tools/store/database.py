@@ -135,6 +135,9 @@ def _check_sqlite_url(url: sa.engine.URL, shown: str) -> None:
     if url.database in (None, "", ":memory:"):
         raise StoreError(f"store {shown} is an in-memory SQLite database, which forgets everything when the "
                          f"command ends; name a file: sqlite:///PATH ({ACCEPTED_STORES})")
+    if "#" in url.database:
+        raise StoreError(f"store {shown}: a '#' in a SQLite URL would become part of the file name "
+                         f"({Path(url.database).name}), not a URL fragment; name the file without '#'")
     unknown = sorted(set(url.query) - SQLITE_QUERY)
     if unknown:
         raise StoreError(f"store {shown}: the SQLite URL argument(s) {', '.join(unknown)} are not taken here; "
