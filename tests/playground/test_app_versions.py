@@ -6,6 +6,8 @@ opened on the same file by the test, as a second app instance or the CLI would."
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from app_support import (
     CHECKED_IN,
@@ -279,7 +281,12 @@ class TestVersionHelpers:
         digest = load_policy().digest
         with PolicyStore(store_url) as store:
             store.save(text, message="one", author="ana")
-            store.save(text + "\n# same rules\n", message="two", author="ana", label="live", base=None)
+        # two versions with one digest: a store saved before a second save of the same rules was refused
+        with sqlite3.connect(store_url.removeprefix("sqlite:///")) as raw:
+            raw.execute("INSERT INTO policy_versions (parent, digest, author, message, created_at, yaml) "
+                        "SELECT parent, digest, author, 'two', created_at, yaml FROM policy_versions")
+        with PolicyStore(store_url) as store:
+            store.set_label("live", 2, author="ana")
             versions, labels = store.history(), store.labels()
 
         def origin(base: int | None, d: str = digest) -> pg.PolicyOrigin:

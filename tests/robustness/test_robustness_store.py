@@ -18,7 +18,7 @@ import pytest
 from robustness_support import Run, replaced
 from test_robustness_policy import MINIMAL_POLICY
 
-from coachctx.tools.store import PolicyStore, StoreError
+from coachctx.tools.store import NoChangeError, PolicyStore, StoreError
 
 
 @pytest.fixture
@@ -117,6 +117,21 @@ class TestStore:
         assert "[promote-excluded]" in err and "[weak-vocabulary]" in err and "[shared-term]" not in err
         code, out, err = cli("policy", "save", str(lint.parents[2] / "policy" / "default.yaml"), "-m", "clean", "--store", store_url)
         assert (code, err) == (0, "") and out.startswith("saved version 2 ")
+
+    @pytest.mark.timeout(10)
+    def test_the_same_rules_saved_again_from_no_version_is_nothing_to_save(self, saved: str) -> None:
+        """The same policy saved twice without a base made versions 1, 2, 3… of one digest, each
+        with no parent; a comment is no change to the rules, as it is not with a base."""
+        with PolicyStore(saved) as store:
+            for text in (MINIMAL_POLICY, MINIMAL_POLICY + "\n# reworded\n"):
+                with pytest.raises(NoChangeError, match=r"^nothing to save: version 1 already holds this exact "
+                                                        r"policy \(digest [0-9a-f]{12}\); point a label at "
+                                                        r"version 1 instead$"):
+                    store.save(text, message="again", author="ana", label="draft")
+            changed = store.save(replaced(MINIMAL_POLICY, "max_words: 150", "max_words: 140"), message="other",
+                                 author="ana")
+            assert [v.number for v in store.history()] == [changed.number] + [1] == [2, 1]
+            assert "draft" not in store.labels()
 
     @pytest.mark.timeout(10)
     def test_a_hash_in_a_sqlite_url_is_refused_not_made_part_of_a_new_file(

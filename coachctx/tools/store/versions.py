@@ -163,6 +163,12 @@ class VersionStore(Database):
                     raise self._stale(conn, label, head, base)
             if parent_digest == policy.digest:
                 raise NoChangeError(f"nothing to save: the policy is identical to version {base}")
+            if base is None:  # from no version: one that already holds this policy is not saved twice
+                same = conn.execute(sa.select(sa.func.min(versions.c.number))
+                                    .where(versions.c.digest == policy.digest)).scalar_one_or_none()
+                if same is not None:
+                    raise NoChangeError(f"nothing to save: version {same} already holds this exact policy "
+                                        f"(digest {policy.digest}); point a label at version {same} instead")
             inserted = conn.execute(versions.insert().values(
                 parent=base, digest=policy.digest, author=author, message=message, created_at=now, yaml=body,
             )).inserted_primary_key
