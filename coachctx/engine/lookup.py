@@ -17,7 +17,11 @@ other intents the question has evidence for.
 - A question the policy cannot read (`unread_words_in`: most of its words are in no language the
   policy knows) carries `readiness_injury` as a primary too (`unread_question`): it may be about pain
   in words no term is written in.
-- A question that matched no term and got no model label sees the policy's `unmatched` set.
+- A question that matched no term and got no model label sees the policy's `unmatched` set. One
+  that matched no term and got a model label sees that intent's lists, and `readiness_injury` as a
+  primary when the unmatched set holds it (`unmatched_question`): the label is a guess about a
+  question the rules could not read, and a model (or an instruction typed into the question) must
+  not take away what the question would have carried without one.
 """
 
 from __future__ import annotations
@@ -58,11 +62,12 @@ def _terms(matched: Sequence[tuple[str, float]]) -> str:
 
 def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_excludes: bool = True,
            evidence: Evidence | None = None, clinical: Sequence[str] = (), unmatched: bool = False,
-           named: Named | None = None, unread: Sequence[str] = ()) -> Plan:
+           named: Named | None = None, unread: Sequence[str] = (), guessed: str | None = None) -> Plan:
     """The plan the policy asks for. `contenders` includes `intent` (first) when uncertain;
     `evidence` holds the matched terms of every intent that scored; `clinical` the clinical terms
     the question matched; `named` the fragments its fragment terms name; `unread` the words of a
-    question the policy cannot read. `soften_excludes=False` reproduces the original design (the
+    question the policy cannot read; `guessed` the model's label of a question no term matched.
+    `soften_excludes=False` reproduces the original design (the
     routed intent's lists alone, excludes always applied) so the audit can show what it lost. The intents whose lists were read go on the plan
     (`Plan.considered`)."""
     named = (named or {}) if soften_excludes else {}
@@ -80,7 +85,7 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
             if fragment not in primary:
                 from_evidence.setdefault(fragment, name)
     is_clinical = bool(clinical) and soften_excludes
-    injury = _injury_reason(clinical, unread) if soften_excludes else None
+    injury = _injury_reason(clinical, unread, _guess(policy, guessed)) if soften_excludes else None
     if injury is not None and CLINICAL_FRAGMENT not in primary:
         primary.append(CLINICAL_FRAGMENT)
         from_evidence.pop(CLINICAL_FRAGMENT, None)
@@ -110,7 +115,7 @@ def lookup(policy: Policy, intent: str, contenders: Sequence[str], *, soften_exc
             state = state.note(injury)
         if excluded_by:
             state = state.note(Reason("kept_despite_exclude", _why_kept(state.name, excluded_by, ordered,
-                                                                        holders, evidence, is_clinical, named)))
+                                                                        holders, evidence, injury, named)))
         changes[state.name] = state
     return plan.update(changes).noted(considered=considered)
 
@@ -125,7 +130,7 @@ def _not_asked(excluded_by: Sequence[str], ordered: Sequence[str]) -> Reason:
 
 
 def _why_kept(fragment: str, excluded_by: Sequence[str], ordered: Sequence[str],
-              holders: Mapping[str, object], evidence: Evidence, is_clinical: bool, named: Named) -> str:
+              holders: Mapping[str, object], evidence: Evidence, injury: Reason | None, named: Named) -> str:
     needed_by = [n for n in ordered if holders[n].requests(fragment)]  # type: ignore[attr-defined]
     if needed_by:
         return (f"{_names(excluded_by)} excludes it, but routing is uncertain and {_names(needed_by)} needs it "
@@ -137,10 +142,13 @@ def _why_kept(fragment: str, excluded_by: Sequence[str], ordered: Sequence[str],
                 f"({_terms(evidence[who])}) and holds it as primary")
     if fragment in named:
         return f"{_names(excluded_by)} excludes it, but the question names it ({', '.join(named[fragment])})"
-    if is_clinical:
-        return f"{_names(excluded_by)} excludes it, but the question sounds clinical"
-    assert fragment == CLINICAL_FRAGMENT, fragment
-    return f"{_names(excluded_by)} excludes it, but the policy cannot read most of the question"
+    assert injury is not None, fragment  # only readiness_injury is kept for what the question is
+    return f"{_names(excluded_by)} excludes it, but {_WHY_KEPT[injury.code]}"
+
+
+_WHY_KEPT = {"clinical_question": "the question sounds clinical",
+             "unread_question": "the policy cannot read most of the question",
+             "unmatched_question": "no term matched, so the model's label is a guess"}
 
 
 def _named_reason(fragment: str, named: Named) -> Reason:
@@ -148,14 +156,28 @@ def _named_reason(fragment: str, named: Named) -> Reason:
                                           f"spent before generic secondaries")
 
 
-def _injury_reason(clinical: Sequence[str], unread: Sequence[str]) -> Reason | None:
-    """Why the question carries `readiness_injury` whatever it routed to: it sounds clinical, or the
-    policy cannot read most of it. None when neither."""
+def _guess(policy: Policy, label: str | None) -> str | None:
+    """The model's label of a question no term matched, when the policy's unmatched set (what the
+    question would have seen without a model) holds `readiness_injury`."""
+    lists = policy.unmatched
+    if label is None or lists is None or CLINICAL_FRAGMENT not in (*lists.primary, *lists.secondary):
+        return None
+    return label
+
+
+def _injury_reason(clinical: Sequence[str], unread: Sequence[str], guessed: str | None = None) -> Reason | None:
+    """Why the question carries `readiness_injury` whatever it routed to: it sounds clinical, the
+    policy cannot read most of it, or no term matched and a model guessed its intent. None when
+    none of these."""
     if clinical:
         return Reason("clinical_question", f"the question sounds clinical ({', '.join(clinical)}): "
                                            f"{CLINICAL_FRAGMENT} always goes in when the service supplied it")
-    if not unread:
+    if not unread and guessed is None:
         return None
+    if not unread:
+        return Reason("unmatched_question", f"no term matched, so the model's label ({guessed}) is a guess: "
+                                            f"{CLINICAL_FRAGMENT}, which the policy's unmatched set holds for such "
+                                            f"questions, goes in when the service supplied it")
     shown = ", ".join(unread[:UNREAD_SHOWN]) + (", ..." if len(unread) > UNREAD_SHOWN else "")
     return Reason("unread_question", f"most of the question's words ({shown}) are in no language the policy "
                                      f"reads, so it may be about pain: {CLINICAL_FRAGMENT} goes in when the "

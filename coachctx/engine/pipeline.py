@@ -316,10 +316,9 @@ def plan_for(decided: Route, policy: Policy, scope: str | None, clinical: Sequen
         lookups: dict[object, Plan] = policy.derived("lookups", lambda _: {})
         plan = lookups.get(asked)
         if plan is None:
-            unmatched = decided.matched_nothing and decided.source == "fallback"
             plan = lookup(policy, decided.intent, decided.contenders, soften_excludes=soften_excludes,
-                          evidence=evidence_of(decided), clinical=clinical, unmatched=unmatched, named=named,
-                          unread=unread)
+                          evidence=evidence_of(decided), clinical=clinical, unmatched=decided.unmatched, named=named,
+                          unread=unread, guessed=decided.guessed)
             _remember(lookups, asked, plan)
         for stage in (ApplyScope(policy, scope, decided.contenders), DropUnavailable(fragment_facts),
                       SpendBudget(spend, costs)):
@@ -334,7 +333,7 @@ def _lookup_key(decided: Route, clinical: Sequence[str], named: Named, soften_ex
     differ only there share a plan."""
     evidence = evidence_of(decided)
     ordered = (decided.intent, *decided.contenders)
-    return (decided.intent, decided.contenders, decided.matched_nothing and decided.source == "fallback",
+    return (decided.intent, decided.contenders, decided.unmatched, decided.guessed,
             tuple(evidence), tuple((i, terms) for i, terms in evidence.items() if i not in ordered),
             tuple(clinical), tuple((f, tuple(terms)) for f, terms in named.items()), soften_excludes)
 

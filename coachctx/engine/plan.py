@@ -19,12 +19,12 @@ Status = Literal["selected", "withheld"]
 ReasonCode = Literal[
     "not_requested", "excluded", "dropped_by_scope", "unreachable", "never_computed", "empty_field",
     "over_budget", "promoted_by_scope", "demoted_by_scope", "kept_despite_exclude", "evidence_in_question",
-    "clinical_question", "unread_question",
+    "clinical_question", "unread_question", "unmatched_question",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = ReasonCode.__args__  # type: ignore[attr-defined]
 MISSING: frozenset[str] = frozenset({"unreachable", "never_computed", "empty_field"})
 """The codes that say the services did not supply a fragment."""
-KEEPS_WHATEVER_THE_HORIZON: frozenset[str] = frozenset({"clinical_question", "unread_question"})
+KEEPS_WHATEVER_THE_HORIZON: frozenset[str] = frozenset({"clinical_question", "unread_question", "unmatched_question"})
 """The codes of a fragment no scope modifier drops or demotes: what the question itself needs."""
 WITHHOLDING: frozenset[str] = frozenset({"not_requested", "excluded", "dropped_by_scope", "over_budget", *MISSING})
 """The codes that withhold a fragment; the others only note why it is where it is."""

@@ -119,6 +119,16 @@ class Route:
     matched_nothing: bool = False
     scripts: tuple[str, ...] = field(default=())
 
+    @property
+    def unmatched(self) -> bool:
+        """No term matched and no model answered: the question sees the policy's unmatched set."""
+        return self.matched_nothing and self.source == "fallback"
+
+    @property
+    def guessed(self) -> str | None:
+        """The model's label of a question no term matched: a guess (`lookup`'s `unmatched_question`)."""
+        return self.intent if self.matched_nothing and self.source == "model" else None
+
 
 def is_confident(top: float, runner_up: float, threshold: float, margin: float) -> bool:
     # `top > 0` stays even though threshold is 1.0 by default: lowering the threshold must

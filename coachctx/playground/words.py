@@ -138,6 +138,7 @@ NOTE_CODES: Final = ("promoted_by_scope", "demoted_by_scope", "kept_despite_excl
 KEEP_LABELS: Final[Mapping[str, str]] = {
     "clinical_question": "The question sounds clinical",
     "unread_question": "The policy cannot read most of the question",
+    "unmatched_question": "No term matched: the model's label is a guess",
 }
 """Why a fact no intent asked for is sent all the same: what the question is, not who asked."""
 

@@ -49,6 +49,9 @@ REASON_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
     ("clinical_question", KNEE_MARATHON, "lucia", {}, "readiness_injury"),
     # Hungarian, a language the policy has no terms in: "my knee hurts after running, can I run tomorrow?"
     ("unread_question", "Fáj a térdem futás után, futhatok holnap?", "maya", {"tier": "free"}, "readiness_injury"),
+    # no term matches, and a model's label is a guess: the unmatched set's injury readiness stays
+    ("unmatched_question", "cut my hand on a rock yesterday", "maya", {"classifier": StubClassifier("general")},
+     "readiness_injury"),
 ]
 
 
@@ -102,7 +105,7 @@ class TestReasonCodes:
         for _, question, athlete, kwargs, _ in REASON_CASES:
             seen |= _codes(select(question, bundles[athlete], policy, **kwargs))
         assert seen == set(REASON_CODES)
-        assert len(REASON_CODES) == 13
+        assert len(REASON_CODES) == 14
 
     def test_a_withheld_row_names_the_first_withholding_reason(self, policy: Policy, maya: Bundle) -> None:
         d = select(TRAINING, maya, policy, scope="week", tier="free")
