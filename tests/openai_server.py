@@ -32,9 +32,10 @@ class ChatBehaviour:
     delay_s: float = 0.0
     raw_body: bytes | None = None
     content_type: str = "application/json"
-    reply_chunks: tuple[str, ...] = ("Keep today easy ", "and skip the intervals. ",
+    reply_chunks: tuple[Any, ...] = ("Keep today easy ", "and skip the intervals. ",
                                      "If the pain persists, see a physiotherapist.")
-    """What a `stream: true` request (reply generation) receives, one SSE chunk each."""
+    """What a `stream: true` request (reply generation) receives, one SSE chunk each: a delta's
+    content, text or what some servers send instead (a list of parts)."""
     stall_after_chunks_s: float = 0.0
     """After the chunks, go silent this long (holding the connection) before `[DONE]`."""
     chunk_interval_s: float = 0.0

@@ -21,6 +21,7 @@ from coachctx.model.call import (
     clip,
     model_text,
 )
+from coachctx.model.classifier import NotAnAnswer, message_text
 from coachctx.model.settings import REPLY_DEADLINE_S, ModelSettings
 
 MAX_REPLY_CHARS: Final = 20_000
@@ -65,7 +66,8 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
                 chunk = loop.next_within(pieces, wait())
                 if chunk is None:
                     return
-                text = chunk.choices[0].delta.content if chunk.choices else None
+                # the list-of-parts form some servers send, and lone surrogates, read as the classifier reads them
+                text = model_text(message_text(chunk.choices[0].delta.content) or "") if chunk.choices else None
                 if not text:
                     continue
                 if kept + len(text) > MAX_REPLY_CHARS:
@@ -82,6 +84,9 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
             raise ReplyError(f"the model endpoint answered HTTP {e.status_code}: {clip(e.message, 200)}") from e
         except CoachctxError:
             raise
+        except NotAnAnswer as e:
+            raise ReplyError(str(e).replace("answer is not a chat completion", "reply stream is not a chat completion "
+                                                                              "stream")) from e
         except Exception as e:  # the SDK wraps transport errors mid-stream too (connection, a reply too large)
             raise _failure(e) from e
         finally:

@@ -187,6 +187,21 @@ class TestReplyDeadline:
         assert server.requests[-1]["body"]["messages"][0]["content"] == "pain \ufffd here"
 
 
+    @pytest.mark.timeout(10)
+    @pytest.mark.parametrize(("chunks", "text", "error"), [
+        (([{"type": "text", "text": "Keep it "}], "easy."), "Keep it easy.", None),
+        (("Keep \ud800 it easy.",), "Keep \ufffd it easy.", None),
+        (("Keep ", 5), "Keep ", "the endpoint's reply stream is not a chat completion stream (its content is a int "
+                                "of no text parts)"),
+    ], ids=["a_list_of_text_parts", "a_lone_surrogate", "a_number"])
+    def test_a_chunk_in_another_form_is_read_as_the_classifier_reads_it(
+            self, server: ChatServer, chunks: tuple[object, ...], text: str, error: str | None) -> None:
+        """A list of text parts was yielded as a list and a lone surrogate as is: the page's join and
+        its protobuf raised TypeError and UnicodeEncodeError, a traceback (an adversarial pass)."""
+        server.behaviour = ChatBehaviour(reply_chunks=chunks)
+        assert stream(reply_config(server), deadline_s=5.0) == (text, error)
+
+
 class TestAnswerShapesAndEncodings:
     """What some OpenAI-compatible servers send instead of a plain text content, and compressed
     answers: read when they can be, a fallback with the reason when not; never a traceback, and
