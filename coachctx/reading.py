@@ -132,6 +132,13 @@ def read_text(path: str | Path, limit: int, *, expected: str = "a file", strip_b
     return decode_utf8(read_bytes(path, limit, expected=expected), str(path), strip_bom=strip_bom)
 
 
+def clip(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters not kept]"
+
+
 def printable(text: str) -> str:
     """`text` on one line with every `CONTROL_CHARACTERS` match written as an escape (`\\n`,
     `\\x1b`, `\\u2028`): for data shown in a table, whatever was stored before it was refused."""

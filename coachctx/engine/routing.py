@@ -6,6 +6,7 @@ decide whether the rules are sure enough or the model must be asked.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Final, Literal
 from coachctx.engine.matching import TermMatcher, vocabulary_in
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.text import Tokens, tokenise
+from coachctx.reading import clip
 
 RouteSource = Literal["rules", "model", "fallback"]
 FallbackReason = Literal["no_model_configured", "model_error", "model_timeout", "invalid_label", "no_match"]
@@ -77,6 +79,30 @@ class ModelAnswer:
     latency_ms: float
     error: str | None = None
     timed_out: bool = False
+
+
+MAX_ANSWER_CHARS: Final = 2_000
+"""The most of a classifier's raw answer or error a Decision keeps (`OpenAIClassifier` keeps less)."""
+
+
+def sound_answer(answer: object, measured_ms: float) -> ModelAnswer:
+    """A classifier's answer as a Decision can hold it, whatever a classifier of the caller's own
+    returned: a ModelAnswer (anything else is an error naming its type), text or None where text
+    is expected (a number or bytes as the answer is an error, not a crash), a finite latency (else
+    the one measured) and the answer and error clipped (a 10 MB answer made a trace replay refuses)."""
+    if not isinstance(answer, ModelAnswer):
+        return ModelAnswer(raw=None, latency_ms=measured_ms,
+                           error=f"the classifier returned {type(answer).__name__}, not a ModelAnswer")
+    raw, error, latency = answer.raw, answer.error, answer.latency_ms
+    if error is not None and not isinstance(error, str):
+        error = f"the classifier's error is a {type(error).__name__}, not text"
+    if raw is not None and not isinstance(raw, str):
+        raw, error = None, error or f"the classifier answered a {type(raw).__name__}, not text"
+    finite = isinstance(latency, int | float) and not isinstance(latency, bool) and math.isfinite(latency)
+    return ModelAnswer(raw=None if raw is None else clip(raw, MAX_ANSWER_CHARS),
+                       latency_ms=float(latency) if finite and latency >= 0 else measured_ms,
+                       error=None if error is None else clip(error, MAX_ANSWER_CHARS),
+                       timed_out=answer.timed_out is True)
 
 
 Classifier = Callable[[str, Sequence[str]], ModelAnswer]
@@ -189,9 +215,7 @@ def _route(question: str | Tokens, policy: Policy, classifier: Classifier | None
         answer = classifier(question.raw if isinstance(question, Tokens) else question, INTENTS)
     except Exception as e:  # the classifier contract says it must not raise; stay safe anyway
         answer = ModelAnswer(raw=None, latency_ms=(time.perf_counter() - started) * 1000, error=repr(e))
-    if not isinstance(answer, ModelAnswer):  # nor answer anything but a ModelAnswer
-        answer = ModelAnswer(raw=None, latency_ms=(time.perf_counter() - started) * 1000,
-                             error=f"the classifier returned {type(answer).__name__}, not a ModelAnswer")
+    answer = sound_answer(answer, (time.perf_counter() - started) * 1000)
     label = clean_label(answer.raw, INTENTS) if answer.error is None else None
     model = dict(model_raw=answer.raw, model_latency_ms=round(answer.latency_ms, 1), model_label=label)
     if label is None:

@@ -36,13 +36,6 @@ def model_text(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
-def clip(text: str, limit: int) -> str:
-    """`text`, or its first `limit` characters and how many more there were."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text) - limit} more characters not kept]"
-
-
 class AnswerEncoded(Exception):
     """The endpoint compressed its answer in a way the call does not read (br, zstd, ...)."""
 

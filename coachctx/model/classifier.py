@@ -24,7 +24,6 @@ from coachctx.model.call import (
     ModelLoop,
     async_client,
     cause,
-    clip,
     model_text,
 )
 from coachctx.model.settings import (
@@ -34,6 +33,7 @@ from coachctx.model.settings import (
     model_settings,
     parse_seconds,
 )
+from coachctx.reading import clip
 
 MAX_ANSWER_BYTES: Final = 256 * 1024
 """The most the classifier reads of one answer (a label is a few bytes); more is refused as it arrives."""

@@ -18,11 +18,11 @@ from coachctx.model.call import (
     ModelLoop,
     async_client,
     cause,
-    clip,
     model_text,
 )
 from coachctx.model.classifier import NotAnAnswer, message_text
 from coachctx.model.settings import REPLY_DEADLINE_S, ModelSettings
+from coachctx.reading import clip
 
 MAX_REPLY_CHARS: Final = 20_000
 """The most of a reply kept: far beyond any intent's `max_words`, far below what fills a page."""

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coachctx.errors import InputError
-from coachctx.model.call import clip
-from coachctx.reading import control_character
+from coachctx.reading import clip, control_character
 
 DEFAULT_MODEL: Final = "gpt-4o-mini"
 DEFAULT_TIMEOUT_S: Final = 3.0

@@ -6,6 +6,8 @@ them show the fix refuses nothing it should take.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,14 +15,18 @@ from typing import Any
 import pytest
 from robustness_support import PAIN, POLICY, Result, TerminalRun, terminal_cli
 
+from coachctx.engine.pipeline import select
 from coachctx.engine.policy import load_policy, parse_policy
+from coachctx.engine.routing import ModelAnswer
+from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError, PolicyError, TraceError
 from coachctx.model import model_settings
 from coachctx.tools.questions import parse_questions, read_questions
 from coachctx.tools.suggest import read_labelled
-from coachctx.tools.trace import parse_trace, read_trace
+from coachctx.tools.trace import json_text, make_trace, parse_trace, read_trace
 
 pytestmark = pytest.mark.timeout(20)
+UNSURE = "Should I train through this pain?"  # the rules are unsure: the classifier is asked
 
 
 @pytest.fixture
@@ -176,3 +182,39 @@ class TestLibraryArgumentsOfTheWrongKind:
                    classifier=lambda q, intents: answer)
         assert d.intent.source == "fallback" and d.intent.fallback_reason == "model_error"
         assert "not a ModelAnswer" in d.intent.reason
+
+
+# --- a classifier of the caller's own -------------------------------------------------------------
+
+
+class TestACustomClassifiersAnswer:
+    """`select()` took a ModelAnswer's fields as they came: a number or bytes as the answer, a latency
+    of text, raised; a NaN latency put NaN in the JSON; a 10 MB answer or error was kept whole, a trace
+    over the 5 MB replay reads (an adversarial pass). Each is now a Decision that holds what it can."""
+
+    @pytest.mark.parametrize(("answer", "source", "error"), [
+        (ModelAnswer(raw=5, latency_ms=3.0), "fallback", "the classifier answered a int, not text"),  # type: ignore[arg-type]
+        (ModelAnswer(raw=b"injury", latency_ms=3.0), "fallback", "the classifier answered a bytes, not text"),  # type: ignore[arg-type]
+        (ModelAnswer(raw="injury", latency_ms="1"), "model", None),  # type: ignore[arg-type]
+        (ModelAnswer(raw="injury", latency_ms=math.nan), "model", None),
+        (ModelAnswer(raw=None, latency_ms=1.0, error=7), "fallback", "the classifier's error is a int, not text"),  # type: ignore[arg-type]
+    ], ids=["raw_int", "raw_bytes", "latency_text", "latency_nan", "error_int"])
+    def test_a_field_of_the_wrong_kind_is_no_crash(self, answer: ModelAnswer, source: str, error: str | None) -> None:
+        decision = select(UNSURE, fetch_bundle(FixtureUpstream(), "maya"), load_policy(),
+                          classifier=lambda q, intents: answer)
+        assert decision.intent.source == source
+        assert error is None or error in decision.intent.reason
+        latency = decision.to_json()["intent"]["model"]["latency_ms"]
+        assert math.isfinite(latency) and latency >= 0
+        json.loads(json.dumps(decision.to_json(), allow_nan=False))
+
+    @pytest.mark.parametrize("field", ["raw", "error"])
+    def test_a_huge_answer_or_error_is_clipped(self, field: str) -> None:
+        huge = "injury " * 1_500_000
+        answer = ModelAnswer(raw=huge, latency_ms=1.0) if field == "raw" else \
+            ModelAnswer(raw=None, latency_ms=1.0, error=huge)
+        bundle = fetch_bundle(FixtureUpstream(), "maya")
+        decision = select(UNSURE, bundle, load_policy(), classifier=lambda q, intents: answer)
+        trace = json_text(make_trace(decision, bundle, cost_mode="hand", budget=None))
+        assert len(trace) < 50_000 and "more characters not kept]" in trace
+        assert parse_trace(trace).asked.question == UNSURE
