@@ -3,11 +3,16 @@ inside it and the offending value; near misses get a "did you mean"."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from coachctx.engine.pipeline import select
 from coachctx.engine.policy import (
     DEFAULT_POLICY_PATH,
     INTENTS,
@@ -16,6 +21,7 @@ from coachctx.engine.policy import (
     parse_policy,
     policy_to_yaml,
 )
+from coachctx.engine.services import Bundle
 from coachctx.errors import PolicyError
 
 SMALL = """\
@@ -318,3 +324,39 @@ class TestReferralTerms:
         with pytest.raises(PolicyError, match=_src(r"referal_terms: unknown key 'referal_terms' "
                                                    r"\(did you mean 'referral_terms'\?\)")):
             parse_policy(SMALL + "referal_terms: {en: [physio]}\n", "p.yaml")
+
+
+class TestCopies:
+    """A copy is another policy: `model_copy(update=...)` shared the original's memo, so the variant
+    decided with the original's compiled routing and reported its digest; deepcopy and pickle of a
+    policy that had decided raised TypeError (an adversarial pass)."""
+
+    def test_a_variant_decides_by_its_own_rules_and_digest(self, policy: Policy, maya: Bundle) -> None:
+        unsure = "Should I train through this pain?"
+        assert select(unsure, maya, policy).intent.source == "fallback"  # the original's memo is filled
+        sure = policy.model_copy(update={"routing": policy.routing.model_copy(update={"margin": 0.0})})
+        decision = select(unsure, maya, sure)
+        assert decision.intent.source == "rules" and decision.policy.digest == sure.digest != policy.digest
+        assert sure.digest == parse_policy(policy_to_yaml(sure)).digest
+
+    @pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle", "model_copy_deep"])
+    def test_a_copy_of_a_policy_that_decided_decides_the_same(self, policy: Policy, maya: Bundle, how: str) -> None:
+        question = "My knee hurts, can I run the marathon on Sunday?"
+        before = select(question, maya, policy).to_json()
+        copied = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda p: pickle.loads(pickle.dumps(p)),
+                  "model_copy_deep": lambda p: p.model_copy(deep=True)}[how](policy)
+        assert copied == policy and copied.digest == policy.digest
+        assert select(question, maya, copied).to_json() == before
+
+    def test_a_value_many_threads_ask_for_at_once_is_built_once(self, policy: Policy) -> None:
+        built = []
+
+        def build(_: Policy) -> int:
+            built.append(1)
+            time.sleep(0.05)  # long enough for every thread to miss the memo
+            return len(built)
+
+        fresh = copy.copy(policy)
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: fresh.derived("test:slow", build), range(8)))
+        assert answers == [1] * 8 and built == [1]
