@@ -23,11 +23,16 @@ from coachctx.playground.recorded import decision_facts
 from coachctx.tools.questions import Question, QuestionSet
 from coachctx.tools.store import QuestionLabel
 from coachctx.tools.suggest import Edit, LabelledRow, Suggestion, apply_edits, read_labelled
+from coachctx.tools.suggest_candidates import MAX_OFFERING_WORDS
 from coachctx.tools.suggest_log import conflicting_labels, describe_conflict
 
 UPLOAD_SUFFIXES: Final = (".jsonl", ".ndjson", ".yaml", ".yml", ".csv")
 MAX_LABELS_UPLOAD_BYTES: Final = 5 * 1024 * 1024
 MAX_ROWS_NAMED: Final = 10
+MAX_PAGE_LEARNING_WORDS: Final = 20_000
+"""The most words the page learns suggestions from, in one script run of the shared server: learning
+costs about 0.7 ms and 15 kB a word of distinct words (a 1.7 MB log of 300-word rows held the server
+for 104 s and 4 GB; an adversarial pass). `coachctx suggest` has no such cap."""
 """Of a question labelled two ways, how many rows per label the Suggest tab names."""
 EVIDENCE: Final = (("fixes", "fixes"), ("breaks", "breaks"), ("to_rules", "moves to the rules"),
                    ("from_rules", "moves to the model"))
@@ -61,6 +66,19 @@ class LabelledLog:
 
     def by_row(self) -> dict[int, LabelledRow]:
         return {r.row: r for r in self.rows}
+
+    @property
+    def words(self) -> int:
+        """The words suggestions are learned from: each row's, up to the most a row offers."""
+        return sum(min(len(r.question.split()), MAX_OFFERING_WORDS) for r in self.rows)
+
+    def too_large(self) -> str | None:
+        """Why the page will not learn from this log, or None when it will."""
+        if self.words <= MAX_PAGE_LEARNING_WORDS:
+            return None
+        return (f"These {len(self.rows):,} labelled questions hold {self.words:,} words; the page learns from at most "
+                f"{MAX_PAGE_LEARNING_WORDS:,} (learning from more would hold the shared server for minutes). Upload "
+                "a smaller log, or run `coachctx suggest FILE` on your machine, which has no such limit.")
 
     def questions(self) -> QuestionSet:
         """The same rows as a question set, for the impact view: each stored label decided for its

@@ -139,6 +139,19 @@ def test_an_uploaded_labelled_log_is_learned_from_and_a_bad_one_named(store_url:
     assert "Cannot use bad.jsonl: bad.jsonl: line 2: unknown intent 'trainig'" in errors
 
 
+def test_a_log_too_large_to_learn_from_in_the_page_is_named_not_learned(store_url: str) -> None:
+    """A 1.7 MB log of 300-word rows held the shared server for 104 s and 4 GB (an adversarial pass)."""
+    at = open_tab(started(), "Suggest")
+    long_row = " ".join(f"word{i}" for i in range(100))
+    rows = "".join(json.dumps({"question": f"{n} {long_row}", "intents": ["training"]}) + "\n"
+                   for n in range(pl.MAX_PAGE_LEARNING_WORDS // 100 + 1))
+    at.file_uploader(key="suggest_upload").set_value(("big.jsonl", rows.encode(), "application/x-ndjson"))
+    ok(at.run())
+    warning = " ".join(w.value for w in at.warning)
+    assert f"hold {(pl.MAX_PAGE_LEARNING_WORDS // 100 + 1) * 101:,} words; the page learns from at most" in warning
+    assert "`coachctx suggest FILE`" in warning and not picks(at)
+
+
 class TestApplyToDraft:
     """The draft's text is edited where the edit is, and reads back as `apply_edits` makes it."""
 

@@ -264,6 +264,10 @@ def render_suggest_tab(inputs: SuggestInputs) -> None:
         return
 
     _render_conflicts(log)
+    too_large = log.too_large()
+    if too_large is not None:
+        st.warning(too_large, icon=":material/warning:")
+        return
     found = _suggestions(log, inputs.policy)
     st.subheader(f"Suggestions for the policy in use ({len(found)})")
     if not found:
