@@ -45,6 +45,7 @@ from coachctx.engine.text import Tokens, tokenise
 from coachctx.engine.token_count import count_once
 from coachctx.errors import InputError
 from coachctx.reading import shown
+from coachctx.tools.impact_checks import check_arguments
 from coachctx.tools.impact_report import ImpactReport, Outcome, RowImpact, Totals, describe_changes
 from coachctx.tools.questions import Question, QuestionSet
 
@@ -313,8 +314,9 @@ def run_impact(questions: QuestionSet | Sequence[Question], base: Policy, candid
     pickle); rows come back in the set's order, so the report is the same as with one.
     `changed_only` keeps only the rows whose decision changed, with the figures over every row
     added up chunk by chunk (`Totals`): a large log's unchanged rows are not held."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise InputError(f"jobs must be a whole number >= 1, got {jobs!r}")
+    check_arguments(questions, base, candidate, base_name=base_name, candidate_name=candidate_name,
+                     upstream=upstream, default_athlete=default_athlete, cost_mode=cost_mode, progress=progress,
+                     jobs=jobs, changed_only=changed_only)
     started = time.perf_counter()
     qs = questions.questions if isinstance(questions, QuestionSet) else tuple(questions)
     skipped = list(questions.skipped) if isinstance(questions, QuestionSet) else []

@@ -258,3 +258,38 @@ class TestCommand:
         out, err = capsys.readouterr()
         assert (code, out) == (2, "")
         assert len(err.splitlines()) == 1 and re.match(message, err), err
+
+
+class TestArguments:
+    """`run_impact` took arguments of the wrong kind as they came: tracebacks, and `changed_only="no"`
+    read as true, `cost_mode="x"` accepted (an adversarial pass). Each is an InputError naming it."""
+
+    @pytest.mark.parametrize(("kwargs", "message"), [
+        ({"questions": None}, "questions: expected a QuestionSet or a sequence of Question"),
+        ({"questions": ["knee pain"]}, "questions: expected a QuestionSet or a sequence of Question"),
+        ({"questions": "knee pain"}, "questions: expected a QuestionSet or a sequence of Question"),
+        ({"base": "policy/default.yaml"}, "base: expected a Policy"),
+        ({"candidate": None}, "candidate: expected a Policy"),
+        ({"default_athlete": 5}, "default_athlete: 5 is not an athlete id"),
+        ({"cost_mode": "x"}, "cost_mode: unknown cost mode 'x'"),
+        ({"upstream": "x"}, "upstream: expected an Upstream"),
+        ({"jobs": 10**9}, "jobs must be a whole number from 1 to 256"),
+        ({"jobs": True}, "jobs must be a whole number from 1 to 256"),
+        ({"progress": 5}, "progress: expected a function of (done, total)"),
+        ({"changed_only": "no"}, "changed_only: expected True or False, got 'no'"),
+        ({"base_name": "x" * 10**6}, "base_name: expected a name of 1 to 1,000 characters"),
+    ], ids=["none", "strings", "a_string", "base_path", "candidate_none", "athlete_int", "cost_mode", "upstream",
+            "jobs_huge", "jobs_bool", "progress", "changed_only", "base_name"])
+    def test_an_argument_of_the_wrong_kind_is_refused_by_name(self, policy: Policy, kwargs: dict[str, Any],
+                                                             message: str) -> None:
+        args = {"questions": parse_questions('{"question": "knee pain"}\n', "jsonl"), "base": policy,
+                "candidate": policy, **kwargs}
+        with pytest.raises(InputError) as refused:
+            run_impact(args.pop("questions"), args.pop("base"), args.pop("candidate"), **args)
+        assert str(refused.value).startswith(message) and len(str(refused.value)) < 400
+
+    def test_the_right_kinds_still_run(self, policy: Policy) -> None:
+        questions = parse_questions('{"question": "knee pain"}\n', "jsonl")
+        report = run_impact(list(questions.questions), policy, policy, changed_only=False, cost_mode="measured",
+                            progress=lambda done, total: None, jobs=1)
+        assert len(report.rows) == 1
