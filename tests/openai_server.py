@@ -32,6 +32,8 @@ class ChatBehaviour:
     delay_s: float = 0.0
     raw_body: bytes | None = None
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+    """More response headers (a redirect's Location)."""
     reply_chunks: tuple[Any, ...] = ("Keep today easy ", "and skip the intervals. ",
                                      "If the pain persists, see a physiotherapist.")
     """What a `stream: true` request (reply generation) receives, one SSE chunk each: a delta's
@@ -127,8 +129,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 out = gzip.compress(out) if b.content_encoding == "gzip" else out
                 encoding = f"Content-Encoding: {b.content_encoding}\r\n"
             length = 1 << 40 if b.endless_body else len(out)
+            more = "".join(f"{name}: {value}\r\n" for name, value in b.headers)
             head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: {content_type}\r\n"
-                    f"{encoding}Content-Length: {length}\r\nConnection: close\r\n\r\n").encode()
+                    f"{encoding}{more}Content-Length: {length}\r\nConnection: close\r\n\r\n").encode()
             self._write(head, b.trickle_head_s)
             self._write(out, b.trickle_body_s)
             while b.endless_body and not self.server.release.is_set():

@@ -52,6 +52,18 @@ class AnswerTooLarge(Exception):
         super().__init__(f"the endpoint's answer is larger than {limit} bytes")
 
 
+class RedirectRefused(Exception):
+    """The endpoint redirected the call to another origin, where the question would be sent again."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(f"the endpoint redirected the call to {target[:120]!r}, another host; the question is "
+                         "not sent there (set OPENAI_BASE_URL to the address that answers)")
+
+
+def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
 class _CappedStream(httpx2.AsyncByteStream):
     """The answer's bytes, stopped past `limit`; with `decode`, a gzip or deflate answer decoded
     here and the cap on what it decodes to (250 kB of gzip can stand for 250 MB, and httpx would
@@ -102,9 +114,18 @@ def async_client(*, api_key: str | None, base_url: str | None, timeout_s: float,
         if compressed:
             del response.headers["content-encoding"]  # decoded under the cap, and no longer by httpx
 
+    async def same_origin(response: httpx2.Response) -> None:
+        """A redirect is followed only within the endpoint's own origin (an adversarial pass: a 307
+        to another host re-sent the system prompt and the athlete's question there)."""
+        location = response.headers.get("location") if response.is_redirect else None
+        if location is not None:
+            target = response.request.url.join(location)
+            if _origin(target) != _origin(response.request.url):
+                raise RedirectRefused(str(target.copy_with(query=None, fragment=None)))
+
     # asked for plain bytes; a compressed answer all the same is decoded under the cap (`cap`)
     http = httpx2.AsyncClient(timeout=timeout_s, follow_redirects=True, verify=_ssl_context(),
-                              headers={"Accept-Encoding": "identity"}, event_hooks={"response": [cap]})
+                              headers={"Accept-Encoding": "identity"}, event_hooks={"response": [same_origin, cap]})
     return openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s,
                               max_retries=0, http_client=http)
 

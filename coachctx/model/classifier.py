@@ -22,6 +22,7 @@ from coachctx.model.call import (
     AnswerEncoded,
     AnswerTooLarge,
     ModelLoop,
+    RedirectRefused,
     async_client,
     cause,
     model_text,
@@ -84,7 +85,13 @@ class OpenAIClassifier:
                 temperature=0,
                 max_tokens=5,
             )
-            return message_text(response.choices[0].message.content) if response.choices else None
+            if not response.choices:
+                _refuse_error_object(response)
+                return None
+            message = response.choices[0].message
+            if message.content is None and getattr(message, "tool_calls", None):
+                raise NotAnAnswer("the model answered with a tool call, not text")
+            return message_text(message.content)
 
 
 class NotAnAnswer(ValueError):
@@ -104,15 +111,30 @@ def message_text(content: object) -> str | None:
                       "of no text parts)")
 
 
+def _refuse_error_object(response: object) -> None:
+    """An answer with no choices but an error object (`{"error": {"message": ...}}`, which some proxies
+    send with HTTP 200) is the endpoint's error, not an empty label."""
+    error = (getattr(response, "model_extra", None) or {}).get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise NotAnAnswer(f"the endpoint answered HTTP 200 with an error: {clip(str(message), 200)}")
+
+
 def _describe(e: Exception) -> str:
-    for kind in (AnswerTooLarge, AnswerEncoded, NotAnAnswer):
+    for kind in (AnswerTooLarge, AnswerEncoded, NotAnAnswer, RedirectRefused):
         found = cause(e, kind)
         if found is not None:
             return clip(str(found), MAX_ERROR_CHARS)
     if isinstance(e, openai.APIStatusError):
         return f"HTTP {e.status_code}"
+    huge = cause(e, ValueError)
+    if huge is not None and "integer string conversion" in str(huge):  # Python's limit, while reading the JSON
+        return "the endpoint's answer is not a chat completion (it holds a number of more than 4,300 digits)"
     if isinstance(e, openai.APIError):
-        return clip(f"{type(e).__name__}: {e}", MAX_ERROR_CHARS)
+        # the SDK's "Connection error." alone says nothing of what happened: name the HTTP client's error
+        under = e.__cause__
+        why = f" ({type(under).__name__}: {under})" if under is not None and str(under) else ""
+        return clip(f"{type(e).__name__}: {e}{why}", MAX_ERROR_CHARS)
     local = _local_setup_problem(e)
     if local is not None:
         return clip(local, MAX_ERROR_CHARS)

@@ -16,6 +16,7 @@ from coachctx.model.call import (
     AnswerEncoded,
     AnswerTooLarge,
     ModelLoop,
+    RedirectRefused,
     async_client,
     cause,
     model_text,
@@ -100,7 +101,8 @@ def _failure(e: Exception) -> ReplyError:
     """What a reply that failed mid-stream says: the cap it passed, the encoding it came in, or the error."""
     if cause(e, AnswerTooLarge) is not None:
         return ReplyError(f"the reply stream passed {MAX_REPLY_BYTES} bytes, so it was stopped")
-    encoded = cause(e, AnswerEncoded)
-    if encoded is not None:
-        return ReplyError(str(encoded))
+    for kind in (AnswerEncoded, RedirectRefused):
+        found = cause(e, kind)
+        if found is not None:
+            return ReplyError(str(found))
     return ReplyError(clip(f"the model call failed: {type(e).__name__}: {e}", MAX_ERROR_CHARS))

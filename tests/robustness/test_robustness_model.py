@@ -53,6 +53,16 @@ def behaviour(mode: str) -> ChatBehaviour:
         "broken_json": ChatBehaviour(raw_body=b'{"choices": ['),
         "no_choices": ChatBehaviour(raw_body=json.dumps({**completion(None), "choices": []}).encode()),
         "null_content": ChatBehaviour(content=None),
+        # an adversarial pass: each of these was named wrongly (this machine's proxy settings, an empty
+        # label, "Connection error." alone), and a redirect to another host re-sent the question there
+        "huge_int": ChatBehaviour(raw_body=b'{"choices": [], "usage": {"total_tokens": ' + b"9" * 5000 + b"}}"),
+        "error_object": ChatBehaviour(raw_body=b'{"error": {"message": "rate limited, try later"}}'),
+        "tool_call": ChatBehaviour(raw_body=json.dumps({**completion(None), "choices": [{
+            "index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "route", "arguments": "{}"}}]}}]}).encode()),
+        "redirect_elsewhere": ChatBehaviour(status=307, raw_body=b"", headers=(
+            ("Location", "http://127.0.0.2:9/v1/chat/completions"),)),
+        "redirect_loop": ChatBehaviour(status=307, raw_body=b"", headers=(("Location", "/v1/chat/completions"),)),
     }[mode]
 
 
@@ -111,8 +121,16 @@ class TestModelFaults:
         ("label:", "invalid_label", "the model answered '', which is not an intent"),
         ("null_content", "invalid_label", "which is not an intent"),
         ("no_choices", "invalid_label", "which is not an intent"),
+        ("huge_int", "model_error", "the endpoint's answer is not a chat completion (it holds a number of more "
+                                    "than 4,300 digits)"),
+        ("error_object", "model_error", "the endpoint answered HTTP 200 with an error: rate limited, try later"),
+        ("tool_call", "model_error", "the model answered with a tool call, not text"),
+        ("redirect_elsewhere", "model_error", "the endpoint redirected the call to "
+                                              "'http://127.0.0.2:9/v1/chat/completions', another host"),
+        ("redirect_loop", "model_error", "(TooManyRedirects: Exceeded maximum allowed redirects.)"),
     ], ids=["timeout", "http_500", "non_json", "broken_json", "non_intent_label", "two_labels", "empty_answer",
-            "null_content", "no_choices"])
+            "null_content", "no_choices", "huge_int", "error_object", "tool_call", "redirect_elsewhere",
+            "redirect_loop"])
     def test_falls_back_with_a_typed_reason(self, mode: str, reason: str, says: str,
                                             ask: Callable[[str], Decision], policy: Policy) -> None:
         started = time.perf_counter()
