@@ -7,7 +7,9 @@ decide whether the rules are sure enough or the model must be asked.
 from __future__ import annotations
 
 import math
+import re
 import time
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -109,10 +111,16 @@ Classifier = Callable[[str, Sequence[str]], ModelAnswer]
 """Given the question and the allowed intent names, ask a model for one label. Must not raise."""
 
 
+_INVISIBLE: Final = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]")
+"""Zero-width space, joiners, word joiner, byte order mark, soft hyphen."""
+
+
 def clean_label(raw: str | None, allowed: Sequence[str]) -> str | None:
     """The intent named by a model's raw answer, or None if it names none (or several)."""
     if not isinstance(raw, str):  # None, or whatever an endpoint sent that is not text
         return None
+    # read as questions are read: full-width letters ("ｉｎｊｕｒｙ") as letters, no invisible characters
+    raw = _INVISIBLE.sub("", unicodedata.normalize("NFKC", raw))
     text = raw.strip().strip("`'\".:;!* \n").casefold()
     if text.startswith("{"):
         import json

@@ -261,6 +261,8 @@ class TestCleanLabel:
         ('{"intent": "conditions"}', "conditions"), ("intent: general", "general"), ("**training**", "training"),
         ("banana", None), ("training, injury", None), ("", None), (None, None), ('{"intent": 3}', None),
         ("{not json", None), ("[1, 2]", None),
+        # read as questions are (an adversarial pass found these invalid_label): full-width, invisible characters
+        ("ｉｎｊｕｒｙ", "injury"), ("inj\u200bury", "injury"), ("\ufeffrecovery", "recovery"), ("ｂａｎａｎａ", None),
     ])
     def test_table(self, raw: str | None, label: str | None) -> None:
         assert clean_label(raw, INTENTS) == label
