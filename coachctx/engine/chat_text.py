@@ -39,12 +39,13 @@ _SCORE_ON_WORD: Final = re.compile(r"(?<=[^\W\d_]{3})(?=[0-9]{1,2} ?/ ?[0-9]{1,2
 alone. Only a score: a number on a word is part of it elsewhere ("vo2max", Arabic chat's "waja3")."""
 
 
-_CAMEL_CASE: Final = re.compile(r"\b(?:[A-Z]{2,}(?=[A-Z][a-z]{2})|[A-Z]?[a-z]+)(?:[A-Z][a-z]+)+\b")
+_CAMEL_CASE: Final = re.compile(r"\b(?:[A-Z]{2,}(?=[A-Z][a-z]{2})|[A-Z]?[a-z]+)(?:[A-Z][a-z]+|[A-Z](?=[A-Z][a-z]))+\b")
 """Words run together with a capital on each ("MyKneeHurts", "#KneePain", "ItHurts"), as a hashtag
-or a quick message writes them, maybe after an abbreviation ("ACLTear"; not "MRIs")."""
+or a quick message writes them, maybe after an abbreviation ("ACLTear"; not "MRIs"), with a word of
+one capital among them ("myKneeHurtsCanIRunToday")."""
 _CAMEL_SEAM: Final = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 """Looked for first: a third of the time `_CAMEL_CASE` takes on a question without one."""
-_HUMP: Final = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+")
+_HUMP: Final = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z](?=[A-Z][a-z])|[A-Z]?[a-z]+")
 MIN_CAMEL_WORD: Final = 4
 """A hump this long is read as a word of its own even when it is no everyday word ("SoreCalf")."""
 

@@ -31,9 +31,10 @@ class TestUnwrap:
         ("dolor7 / 10 en la rodilla", "dolor 7 / 10 en la rodilla"),
         ("MyKneeHurts, run today?", "my knee hurts, run today?"),
         ("#KneePain again", "# knee pain again"),
+        ("myKneeHurtsCanIRunToday", "my knee hurts can i run today"),
     ], ids=["bold", "span-and-break", "nbsp", "decimal-reference", "hex-reference", "hyphen-at-line-end", "crlf",
             "spelt-with-spaces", "spelt-with-dashes", "spelt-with-dots", "score-on-word", "score-spaced",
-            "camel-case", "camel-case-hashtag"])
+            "camel-case", "camel-case-hashtag", "camel-case-with-a-one-letter-word"])
     def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
         assert tokenise(delivered).words == tokenise(plain).words
 
