@@ -67,8 +67,9 @@ def unwrap(question: str) -> str:
     comments dropped, character references (`&nbsp;`, `&#243;`) as their characters, a word
     hyphenated at a line end joined, a word spelt out letter by letter ("p a i n") or Han/Kana
     spaced out joined, a score written onto a word ("pain8/10") apart, an emoji for a symptom as
-    its word (`SYMPTOM_EMOJI`), words run together in CamelCase apart. A question with none of them
-    is returned as is, after a few substring checks."""
+    its word (`SYMPTOM_EMOJI`), words run together in CamelCase apart, `@`, `$` and `!` typed for
+    letters read as them ("p@in", "$ore"). A question with none of them is returned as is, after a
+    few substring checks."""
     if "<" in question and ">" in question:
         question = _TAG.sub(_untagged, question)
     if "&" in question and ";" in question:
@@ -83,7 +84,28 @@ def unwrap(question: str) -> str:
         question = _SYMPTOM.sub(lambda m: f" {SYMPTOM_EMOJI[m.group()]} ", question)
     if _CAMEL_SEAM.search(question):
         question = _CAMEL_CASE.sub(_camel_apart, question)
+    if ("@" in question or "$" in question or "!" in question) and _SYMBOL_SEAM.search(question):
+        question = _SYMBOL_WORD.sub(_symbols_read, question)
     return question
+
+
+_SYMBOL_WORD: Final = re.compile(r"(?<![\w@$!])[$@]?[a-zA-Z]+(?:[@$!][a-zA-Z]+)*[$@]?(?![\w@$])")
+"""A word with `@`, `$` or `!` typed for a letter: inside it, or `@`/`$` at an edge ("p@in", "sh!n",
+"$ore", "hurt$")."""
+_SYMBOL_SEAM: Final = re.compile(r"[a-zA-Z][@$!][a-zA-Z]|(?<![\w@$!])[$@][a-zA-Z]|[a-zA-Z][$@](?![\w@$])")
+"""Looked for first: "run today!" has no such word."""
+_SYMBOL_LETTERS: Final = {"@": "a", "$": "s", "!": "i"}
+
+
+def _symbols_read(match: re.Match[str]) -> str:
+    """The word with its symbols read as the letters they look like, when that makes an everyday word
+    of some language ("$ore" is Indonesian's too; no chat writes letters with these symbols, as
+    Arabic chat does with digits, so English alone is not asked for); else as written ("me@gmail")."""
+    word = match.group()
+    if not any(ch in _SYMBOL_LETTERS for ch in word):
+        return word
+    read = "".join(_SYMBOL_LETTERS.get(ch, ch) for ch in word)
+    return read if read.lower() in everyday_languages() else word
 
 
 def _camel_apart(match: re.Match[str]) -> str:

@@ -32,18 +32,20 @@ class TestUnwrap:
         ("MyKneeHurts, run today?", "my knee hurts, run today?"),
         ("#KneePain again", "# knee pain again"),
         ("myKneeHurtsCanIRunToday", "my knee hurts can i run today"),
+        ("my knee is in p@in, $ore sh!n too, it hurt$", "my knee is in pain, sore shin too, it hurts"),
     ], ids=["bold", "span-and-break", "nbsp", "decimal-reference", "hex-reference", "hyphen-at-line-end", "crlf",
             "spelt-with-spaces", "spelt-with-dashes", "spelt-with-dots", "score-on-word", "score-spaced",
-            "camel-case", "camel-case-hashtag", "camel-case-with-a-one-letter-word"])
+            "camel-case", "camel-case-hashtag", "camel-case-with-a-one-letter-word", "symbols-for-letters"])
     def test_a_delivered_question_has_the_plain_questions_words(self, delivered: str, plain: str) -> None:
         assert tokenise(delivered).words == tokenise(plain).words
 
     @pytest.mark.parametrize("question", [
         "is 5 < 6 and 7 > 3 a good pace", "R&D; week", "salt &pepper; ok", "run 5k - \n then 10k", "a-\n1 split",
         "e.g. a run", "is it a 5 k", "x - y. z", "膝 痛い", "waja3 ktir", "vo2max 5/10", "MRIs, PBs and McD",
+        "mail me@gmail.com, $50 shoes!! wow!", "@coach run today!",
     ], ids=["comparison", "ampersand", "unknown-reference", "dash-before-a-line", "dash-before-a-number",
             "two-letters", "a-number-between", "different-separators", "two-cjk-words", "arabic-chat-digit",
-            "a-number-in-a-word", "names-in-camel-case"])
+            "a-number-in-a-word", "names-in-camel-case", "an-address-a-price-and-shouting", "a-mention"])
     def test_what_is_not_markup_stays(self, question: str) -> None:
         assert unwrap(question) == question
 
