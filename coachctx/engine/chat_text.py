@@ -111,8 +111,9 @@ def _symbols_read(match: re.Match[str]) -> str:
 def _camel_apart(match: re.Match[str]) -> str:
     """Words run together in CamelCase apart, when each is an abbreviation, an everyday word of some
     language or `MIN_CAMEL_WORD` letters long ("MyKneeHurts" -> "My Knee Hurts", "SoreCalf",
-    "ACLTear"); a name that only looks so ("McDonalds") is kept. A term is filed under both readings
-    (`filed_under`), so "CrossFit" in a policy still meets "crossfit"."""
+    "ACLTear"); one with a short part no language uses alone ("XcRace") is kept. Most names are read
+    apart ("McDonalds", "YouTube": "mc", "you" are everyday words somewhere), which costs no match: a
+    term is filed under both readings (`filed_under`), so "CrossFit" in a policy still meets "crossfit"."""
     humps = _HUMP.findall(match.group())
     everyday = everyday_languages()
     apart = all(h.isupper() or len(h) >= MIN_CAMEL_WORD or h.lower() in everyday for h in humps)
