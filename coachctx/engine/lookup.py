@@ -172,16 +172,16 @@ def _injury_reason(clinical: Sequence[str], unread: Sequence[str], guessed: str 
     if clinical:
         return Reason("clinical_question", f"the question sounds clinical ({', '.join(clinical)}): "
                                            f"{CLINICAL_FRAGMENT} always goes in when the service supplied it")
-    if not unread and guessed is None:
-        return None
-    if not unread:
+    if unread:
+        shown = ", ".join(unread[:UNREAD_SHOWN]) + (", ..." if len(unread) > UNREAD_SHOWN else "")
+        return Reason("unread_question", f"most of the question's words ({shown}) are in no language the policy "
+                                         f"reads, so it may be about pain: {CLINICAL_FRAGMENT} goes in when the "
+                                         f"service supplied it")
+    if guessed is not None:
         return Reason("unmatched_question", f"no term matched, so the model's label ({guessed}) is a guess: "
                                             f"{CLINICAL_FRAGMENT}, which the policy's unmatched set holds for such "
                                             f"questions, goes in when the service supplied it")
-    shown = ", ".join(unread[:UNREAD_SHOWN]) + (", ..." if len(unread) > UNREAD_SHOWN else "")
-    return Reason("unread_question", f"most of the question's words ({shown}) are in no language the policy "
-                                     f"reads, so it may be about pain: {CLINICAL_FRAGMENT} goes in when the "
-                                     f"service supplied it")
+    return None
 
 
 def _unmatched_plan(policy: Policy, clinical: Sequence[str], named: Named, unread: Sequence[str]) -> Plan:

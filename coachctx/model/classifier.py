@@ -98,17 +98,17 @@ class NotAnAnswer(ValueError):
     """The completion's content is neither text nor a list of text parts."""
 
 
-def message_text(content: object) -> str | None:
+def message_text(content: object, *, read: str = "answer is not a chat completion") -> str | None:
     """A chat message's text: the string, or the text parts of the list form some servers send
-    (`[{"type": "text", "text": "injury"}]`) joined; `NotAnAnswer` for anything else."""
+    (`[{"type": "text", "text": "injury"}]`) joined; `NotAnAnswer` for anything else, saying the
+    endpoint's `read` (its answer, or its reply stream) is not what was asked for."""
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list) and all(isinstance(p, dict) for p in content):
         texts = [p.get("text") for p in content if p.get("type") == "text"]
         if texts and all(isinstance(t, str) for t in texts):
             return "".join(texts)  # type: ignore[arg-type]
-    raise NotAnAnswer(f"the endpoint's answer is not a chat completion (its content is a {type(content).__name__} "
-                      "of no text parts)")
+    raise NotAnAnswer(f"the endpoint's {read} (its content is a {type(content).__name__} of no text parts)")
 
 
 def _refuse_error_object(response: object) -> None:

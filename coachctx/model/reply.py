@@ -68,7 +68,9 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
                 if chunk is None:
                     return
                 # the list-of-parts form some servers send, and lone surrogates, read as the classifier reads them
-                text = model_text(message_text(chunk.choices[0].delta.content) or "") if chunk.choices else None
+                text = model_text(message_text(chunk.choices[0].delta.content,
+                                               read="reply stream is not a chat completion stream") or "") \
+                    if chunk.choices else None
                 if not text:
                     continue
                 if kept + len(text) > MAX_REPLY_CHARS:
@@ -86,8 +88,7 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
         except CoachctxError:
             raise
         except NotAnAnswer as e:
-            raise ReplyError(str(e).replace("answer is not a chat completion", "reply stream is not a chat completion "
-                                                                              "stream")) from e
+            raise ReplyError(str(e)) from e
         except Exception as e:  # the SDK wraps transport errors mid-stream too (connection, a reply too large)
             raise _failure(e) from e
         finally:

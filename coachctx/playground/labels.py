@@ -29,11 +29,11 @@ from coachctx.tools.suggest_log import conflicting_labels, describe_conflict
 UPLOAD_SUFFIXES: Final = (".jsonl", ".ndjson", ".yaml", ".yml", ".csv")
 MAX_LABELS_UPLOAD_BYTES: Final = 5 * 1024 * 1024
 MAX_ROWS_NAMED: Final = 10
+"""Of a question labelled two ways, how many rows per label the Suggest tab names."""
 MAX_PAGE_LEARNING_WORDS: Final = 20_000
 """The most words the page learns suggestions from, in one script run of the shared server: learning
 costs about 0.7 ms and 15 kB a word of distinct words (a 1.7 MB log of 300-word rows held the server
 for 104 s and 4 GB; an adversarial pass). `coachctx suggest` has no such cap."""
-"""Of a question labelled two ways, how many rows per label the Suggest tab names."""
 EVIDENCE: Final = (("fixes", "fixes"), ("breaks", "breaks"), ("to_rules", "moves to the rules"),
                    ("from_rules", "moves to the model"))
 """(Suggestion field, what a coach reads) for each kind of evidence row."""
@@ -74,9 +74,10 @@ class LabelledLog:
 
     def too_large(self) -> str | None:
         """Why the page will not learn from this log, or None when it will."""
-        if self.words <= MAX_PAGE_LEARNING_WORDS:
+        words = self.words
+        if words <= MAX_PAGE_LEARNING_WORDS:
             return None
-        return (f"These {len(self.rows):,} labelled questions hold {self.words:,} words; the page learns from at most "
+        return (f"These {len(self.rows):,} labelled questions hold {words:,} words; the page learns from at most "
                 f"{MAX_PAGE_LEARNING_WORDS:,} (learning from more would hold the shared server for minutes). Upload "
                 "a smaller log, or run `coachctx suggest FILE` on your machine, which has no such limit.")
 

@@ -3,7 +3,7 @@ by compare-and-swap on the label), pointing a label, every move logged, and chec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -44,8 +44,12 @@ class Version:
     message: str
     created_at: datetime
     yaml: str
+    parsed: Policy | None = field(default=None, compare=False, repr=False)
+    """The policy `save` just parsed from `yaml`, so reading it back (to lint it) parses nothing again."""
 
     def policy(self) -> Policy:
+        if self.parsed is not None:
+            return self.parsed
         return self.checked(parse_policy(self.yaml, f"version {self.number}"))
 
     def checked(self, policy: Policy) -> Policy:
@@ -176,7 +180,7 @@ class VersionStore(Database):
             number = int(inserted[0])
             if label is not None:
                 self._move(conn, label, number, head, "save", author, now)
-        return self.get(number)
+        return replace(self.get(number), parsed=policy)
 
     def set_label(self, label: str, ref: str | int, *, author: str, expected: int | None = None) -> LabelMove:
         """Point `label` at a version (a revert when it is an older one). With `expected`, the
