@@ -67,10 +67,7 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
                 chunk = loop.next_within(pieces, wait())
                 if chunk is None:
                     return
-                # the list-of-parts form some servers send, and lone surrogates, read as the classifier reads them
-                text = model_text(message_text(chunk.choices[0].delta.content,
-                                               read="reply stream is not a chat completion stream") or "") \
-                    if chunk.choices else None
+                text = _chunk_text(chunk)
                 if not text:
                     continue
                 if kept + len(text) > MAX_REPLY_CHARS:
@@ -96,6 +93,15 @@ def stream_reply(settings: ModelSettings, messages: Sequence[Mapping[str, str]],
             if stream is not None:
                 loop.close_quietly(stream)
             loop.close_quietly(client)
+
+
+def _chunk_text(chunk: Any) -> str | None:
+    """A streamed chunk's text: the list-of-parts form some servers send, and lone surrogates, read as
+    the classifier reads an answer; `NotAnAnswer` for content of no text parts."""
+    if not chunk.choices:
+        return None
+    return model_text(message_text(chunk.choices[0].delta.content,
+                                   read="reply stream is not a chat completion stream") or "")
 
 
 def _failure(e: Exception) -> ReplyError:
