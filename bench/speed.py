@@ -6,8 +6,10 @@ into Markdown."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import importlib.util
+import itertools
 import os
 import tempfile
 import time
@@ -109,7 +111,30 @@ def measure_pipeline_speed(rows: Sequence[Row], bundles: Mapping[str, Bundle], p
                            n_cold: int, n_warm: int, n_route: int,
                            unseen: Sequence[str] = ()) -> list[Timing]:
     return [*_decision_timings(rows, bundles, policy, n_cold=n_cold, n_warm=n_warm),
-            *_routing_timings(rows, bundles, policy, n_route=n_route, unseen=unseen)]
+            *_routing_timings(rows, bundles, policy, n_route=n_route, unseen=unseen),
+            _compile_timing(policy, next(iter(bundles.values())))]
+
+
+COMPILES = 5
+"""Each compile takes a few hundred milliseconds: five give a steady median."""
+_NEW_TERMS = itertools.count()
+"""Numbers the added terms, so a second measurement in one process compiles afresh too."""
+
+
+def _compile_timing(policy: Policy, bundle: Bundle) -> Timing:
+    """A changed vocabulary compiled, then one decision with it: what a coach waits for after an
+    edit in the playground's policy editor, and what every CLI command pays once. Each policy has
+    one more term than the last, so it shares no compiled table with an earlier one."""
+    data = policy.model_dump(mode="json")
+    changed = []
+    for _ in range(COMPILES):
+        draft = copy.deepcopy(data)
+        table = next(iter(draft["vocabulary"].values()))
+        next(iter(table.values()))[f"benchcompile{next(_NEW_TERMS)}"] = 1.0
+        changed.append(Policy.model_validate(draft))
+    return _timed("policy compile: a changed vocabulary, then one decision", [
+        partial(select, "my knee hurts, can I still run today?", bundle, p, count_naive=False) for p in changed],
+        note="every term table of a policy with one more term compiled (the word memos warm), then select()")
 
 
 def _decision_timings(rows: Sequence[Row], bundles: Mapping[str, Bundle], policy: Policy, *,

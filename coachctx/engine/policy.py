@@ -11,7 +11,6 @@ and the offending value, with a "did you mean" for near-miss names. The canonica
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -27,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from coachctx.engine.build_lock import BuildLock
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.policy_canonical import policy_digest as policy_digest  # re-exported
 from coachctx.engine.policy_canonical import policy_to_yaml as policy_to_yaml  # re-exported
@@ -349,7 +349,7 @@ class Policy(_Strict):
         return found  # type: ignore[no-any-return]
 
 
-_BUILDING: Final = threading.RLock()  # held while a derived value is built; one built is read without it
+_BUILDING: Final = BuildLock()  # held while a derived value is built (the collector paused); one built is read without it
 
 
 def _without_derived(policy: Policy) -> Policy:

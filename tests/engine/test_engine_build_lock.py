@@ -1,0 +1,83 @@
+"""A policy's derived values are built with the cyclic garbage collector paused, and it is resumed
+after, as it was, whatever happens in the build."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from coachctx.engine.build_lock import BuildLock
+from coachctx.engine.policy import load_policy
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    gc.enable() if was else gc.disable()
+
+
+def test_a_derived_value_is_built_with_the_collector_paused_and_resumed_after(collector_on: None) -> None:
+    policy = load_policy()
+    during = policy.derived("test: collector state", lambda _: gc.isenabled())
+    assert during is False
+    assert gc.isenabled()
+
+
+def test_a_nested_build_leaves_the_collector_paused_until_the_outermost_ends(collector_on: None) -> None:
+    lock = BuildLock()
+    with lock:
+        with lock:
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_collector_paused_before_the_build_stays_paused(collector_on: None) -> None:
+    gc.disable()
+    with BuildLock():
+        pass
+    assert not gc.isenabled()
+
+
+def test_a_failed_build_resumes_the_collector_and_frees_the_lock(collector_on: None) -> None:
+    lock = BuildLock()
+    with pytest.raises(ValueError), lock:
+        raise ValueError("the build failed")
+    assert gc.isenabled()
+    taken = threading.Event()
+
+    def take() -> None:
+        with lock:
+            taken.set()
+
+    other = threading.Thread(target=take)
+    other.start()
+    other.join(timeout=10)
+    assert taken.is_set()
+    assert gc.isenabled()
+
+
+def test_a_second_thread_waits_for_the_build_and_the_pause_ends_once(collector_on: None) -> None:
+    lock = BuildLock()
+    entered, release = threading.Event(), threading.Event()
+
+    def build() -> None:
+        with lock:
+            entered.set()
+            release.wait(10)
+
+    first = threading.Thread(target=build)
+    first.start()
+    entered.wait(10)
+    second = threading.Thread(target=build)
+    second.start()
+    assert not gc.isenabled()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert gc.isenabled()
