@@ -6,11 +6,15 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from engine_support import MINI_VOCABULARY, with_vocabulary
 
 from coachctx.engine.build_lock import BuildLock
-from coachctx.engine.policy import load_policy
+from coachctx.engine.policy import Policy, load_policy
+from coachctx.tools.suggest import LabelledRow, learn, suggest
+from coachctx.tools.suggest_workbench import Workbench
 
 
 @pytest.fixture
@@ -80,4 +84,23 @@ def test_a_second_thread_waits_for_the_build_and_the_pause_ends_once(collector_o
     release.set()
     first.join(10)
     second.join(10)
+    assert gc.isenabled()
+
+
+def test_learning_and_suggesting_run_with_the_collector_paused(collector_on: None, policy: Policy,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    measure = Workbench.measure
+
+    def watched(self: Workbench, candidate: Any) -> Any:
+        seen.append(gc.isenabled())
+        return measure(self, candidate)
+
+    monkeypatch.setattr(Workbench, "measure", watched)
+    thin = with_vocabulary(policy, MINI_VOCABULARY)
+    labelled = [LabelledRow(i, q, ("injury",), "en") for i, q in enumerate(
+        ["my hamstring is tight after sprints", "hamstring twinge on the hills", "pulled my hamstring"], 1)]
+    assert suggest(labelled, thin, limit=3)
+    learn(labelled, thin)
+    assert seen and not any(seen)
     assert gc.isenabled()
