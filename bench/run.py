@@ -19,7 +19,7 @@ from pathlib import Path
 from bench import grow
 from bench.chat_clinical import CHAT_CLINICAL_2, CHAT_UNCOVERED, ChatClinical, measure_chat_clinical
 from bench.chat_glued import ChatGlued, measure_chat_glued
-from bench.corpus import BASELINE_COMMIT, SPLITS, baseline_median, baseline_tokens, corpus_rows
+from bench.corpus import BASELINE_COMMIT, BASELINE_SPLITS, SPLITS, baseline_median, baseline_tokens, corpus_rows
 from bench.corpus import summary as corpus_summary
 from bench.measure import (
     BudgetRow,
@@ -148,7 +148,7 @@ def measure_all(scale: float, step: Callable[[str], None]) -> Results:
     halves = {split: corpus_rows(split) for split in SPLITS}
     decided = {split: measure_quality(rs, bundles, policy) for split, rs in halves.items()}
     recorded = baseline_tokens()
-    baselines = {split: baseline_median(rs, recorded) for split, rs in halves.items()}
+    baselines = {split: baseline_median(rs, recorded) for split, rs in halves.items() if split in BASELINE_SPLITS}
     by_language = {lang: ([d for d in decided["test"] if d.lang == lang],
                           baseline_median([r for r in halves["test"] if r.lang == lang], recorded))
                    for lang in sorted({r.lang for r in halves["test"]})}

@@ -40,6 +40,9 @@ HERE: Final = Path(__file__).resolve().parent
 RAW: Final = HERE / "raw"
 HOLDOUT: Final = RAW / "holdout"
 HOLDOUT2: Final = RAW / "holdout2"
+HOLDOUT3: Final = RAW / "holdout3"
+HOLDOUT3_SEED: Final = 20261210
+"""The third hold-out set is cut in halves by this seed, per language, before any of it was read."""
 SEED: Final = 20261203
 TUNE_SHARE: Final = 0.6
 INTENTS: Final = ("training", "injury", "recovery", "nutrition", "conditions", "general")
@@ -106,6 +109,30 @@ HOLDOUT2_HEADER: Final = """\
 #
 # Judged against the sample athlete "maya" (all four services healthy), like dev.yaml.
 """
+HOLDOUT3_HEADER: Final = """\
+# The third hold-out set, {split} half ({n} rows, {langs} languages). Made by corpus/make_corpus.py: do
+# not edit by hand; edit corpus/raw/holdout3/ and rerun it.
+#
+# Written on 2026-12-07, after every vocabulary and rule change until then: three more helper
+# sessions, each a different kind of athlete (h1 climber and boulderer who trail-runs and lives in a
+# van; h2 parent and volunteer coach of a teenage cross-country runner and a young swimmer, asking
+# for the children and for their own 10k; h3 58-year-old rower and Nordic walker with asthma and
+# type 2 diabetes, dictating by voice), 60 chat-style English questions and 5 in each of 21 other
+# languages, in voice-to-text, pasted-readout, two-questions-in-one, third-person, negated-pain,
+# pain-that-is-over, venting, one-word and romanised styles, with English, Indian and Nigerian
+# English among them; briefed with corpus/raw/holdout3/writer_prompt.txt and never shown the policy,
+# its vocabulary, the code or any other corpus file. Three more helpers labelled the rows from the
+# question alone (corpus/raw/holdout3/labeller_prompt.txt, one writer's rows each); a fourth ruled
+# on the 9 rows the two labellings could not be merged on. Every disagreement is in
+# corpus/holdout3_disagreements.jsonl. Cut in halves per language by the seed {seed} before any row
+# was read. {purpose}
+#
+# Judged against the sample athlete "maya" (all four services healthy), like dev.yaml.
+"""
+HOLDOUT3_PURPOSE: Final = {
+    "tune": "Its misses may be read to find classes of failure.",
+    "test": "This half is only ever measured: no term or rule is chosen by reading it.",
+}
 PURPOSE: Final = {
     "tune": "Vocabulary may be chosen by reading this half.",
     "test": "This half is only ever measured: no term is chosen by reading it.",
@@ -224,15 +251,16 @@ def _differ(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
             or a.get("scope") != b.get("scope"))
 
 
-def split(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def split(rows: Sequence[dict[str, Any]], seed: int = SEED,
+          share: float = TUNE_SHARE) -> dict[str, list[dict[str, Any]]]:
     by_lang: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_lang.setdefault(row["lang"], []).append(row)
     out: dict[str, list[dict[str, Any]]] = {"tune": [], "test": []}
     for lang in sorted(by_lang):
         group = sorted(by_lang[lang], key=lambda r: r["id"])
-        random.Random(f"{SEED}:{lang}").shuffle(group)
-        cut = round(len(group) * TUNE_SHARE)
+        random.Random(f"{seed}:{lang}").shuffle(group)
+        cut = round(len(group) * share)
         out["tune"] += group[:cut]
         out["test"] += group[cut:]
     for half in out.values():
@@ -267,6 +295,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "questions:\n" + "".join(_yaml_row(r) + "\n" for r in holdout)
         files[HERE / f"{name}_disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n"
                                                               for d in holdout_disagreements)
+    holdout3, holdout3_disagreements = build_holdout(HOLDOUT3)
+    for name, rows in split(holdout3, HOLDOUT3_SEED, 0.5).items():
+        header = HOLDOUT3_HEADER.format(split=name, n=len(rows), langs=len({r["lang"] for r in rows}),
+                                        seed=HOLDOUT3_SEED, purpose=HOLDOUT3_PURPOSE[name])
+        files[HERE / f"holdout3_{name}.yaml"] = header + "questions:\n" + "".join(_yaml_row(r) + "\n" for r in rows)
+    files[HERE / "holdout3_disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n"
+                                                           for d in holdout3_disagreements)
     if args.check:
         stale = [p.name for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
         if stale:

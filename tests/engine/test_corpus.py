@@ -17,6 +17,7 @@ import pytest
 from bench.corpus import (
     BASELINE_COMMIT,
     CORPUS,
+    BASELINE_SPLITS,
     SPLITS,
     baseline_median,
     baseline_tokens,
@@ -26,6 +27,7 @@ from bench.corpus import (
 from bench.measure import measure_quality
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.policy import INTENTS, SCOPES, Policy
+from coachctx.engine.pipeline import select
 from coachctx.engine.services import Bundle
 
 # Floors at what the test half has reached (2026-12-03, second session: route 94.2%, needs 98.3%,
@@ -52,6 +54,16 @@ HOLDOUT_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
 HOLDOUT2_MIN_ROUTE_ACCURACY = 0.94
 HOLDOUT2_MIN_NEEDS_RECALL = 0.98
 HOLDOUT2_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
+
+# The third hold-out set (corpus/holdout3_*.yaml) was written on 2026-12-07 after every change until
+# then, in new styles (voice-to-text, pasted readouts, third person, negated or past pain, romanised
+# scripts), and cut in halves before any row was read. First measured, before any change made for
+# it: tune half route 91.5%, needs 98.6%, in-domain matching nothing 2.5%; test half 90.7% / 97.0% /
+# 2.8%; readiness_injury kept on 60 of 61 and 53 of 56 rows that need it. Floors there; only raised.
+HOLDOUT3_MIN_ROUTE_ACCURACY = 0.90
+HOLDOUT3_MIN_NEEDS_RECALL = 0.965
+HOLDOUT3_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
+HOLDOUT3_MIN_INJURY_KEPT = 0.94
 
 REQUIRED_LANGUAGES = ("nl", "pl", "tr", "sv", "da", "no", "fi", "el", "ar", "hi", "id", "vi")
 
@@ -129,12 +141,14 @@ class TestQualityWhereNobodyTuned:
     @pytest.mark.parametrize(("split", "floors"), [
         ("holdout", (HOLDOUT_MIN_ROUTE_ACCURACY, HOLDOUT_MIN_NEEDS_RECALL, HOLDOUT_MAX_MATCHED_NOTHING_IN_DOMAIN)),
         ("holdout2", (HOLDOUT2_MIN_ROUTE_ACCURACY, HOLDOUT2_MIN_NEEDS_RECALL, HOLDOUT2_MAX_MATCHED_NOTHING_IN_DOMAIN)),
+        *[(half, (HOLDOUT3_MIN_ROUTE_ACCURACY, HOLDOUT3_MIN_NEEDS_RECALL, HOLDOUT3_MAX_MATCHED_NOTHING_IN_DOMAIN))
+          for half in ("holdout3_tune", "holdout3_test")],
     ])
     def test_the_hold_out_sets_meet_their_floors(self, decided: dict[str, list], split: str,  # type: ignore[type-arg]
                                                  floors: tuple[float, float, float],
                                                  capsys: pytest.CaptureFixture[str]) -> None:
         s = summary(decided[split])
-        base = baseline_median(corpus_rows(split), baseline_tokens())
+        base = baseline_median(corpus_rows(split), baseline_tokens()) if split in BASELINE_SPLITS else float("nan")
         detail = (f"{split}: {s['rows']:.0f} rows; route {s['route_accuracy']:.1%}; needs {s['needs_recall']:.1%}; "
                   f"by rules {s['rules_share']:.1%}; in-domain matching nothing {s['matched_nothing_in_domain']:.1%}; "
                   f"median prompt {s['median_prompt']:.0f} (at {BASELINE_COMMIT}: {base:.0f})")
@@ -147,6 +161,15 @@ class TestQualityWhereNobodyTuned:
 
 
 class TestTheHoldOutSets:
+    @pytest.mark.parametrize("split", ["holdout3_tune", "holdout3_test"])
+    def test_a_question_with_pain_in_it_keeps_the_injury_fragment(self, policy: Policy, bundles: dict[str, Bundle],
+                                                                  split: str) -> None:
+        needing = [r for r in corpus_rows(split) if "readiness_injury" in r.needs]
+        kept = sum("readiness_injury" in select(r.q, bundles["maya"], policy).selected for r in needing)
+        assert len(needing) >= 50
+        # figures only: the rows are never shown
+        assert kept / len(needing) >= HOLDOUT3_MIN_INJURY_KEPT, f"{split}: {kept} of {len(needing)}"
+
     @pytest.mark.parametrize("split", ["holdout", "holdout2"])
     def test_size_languages_and_labels(self, split: str) -> None:
         rows = corpus_rows(split)
@@ -157,7 +180,19 @@ class TestTheHoldOutSets:
             assert set(row.needs) <= set(FRAGMENT_NAMES) and len(row.needs) <= 3, row
             assert row.needs or "general" in row.intents, row
 
-    @pytest.mark.parametrize("split", ["holdout", "holdout2"])
+    def test_the_third_set_is_two_halves_of_every_language(self) -> None:
+        tune, test = corpus_rows("holdout3_tune"), corpus_rows("holdout3_test")
+        rows = tune + test
+        per_language = Counter(r.lang for r in rows)
+        assert len(rows) >= 490 and len(per_language) == 22 and per_language["en"] >= 180
+        # writers independently type the same short thing ("what now", the brief's own example)
+        assert len({r.q for r in tune} & {r.q for r in test}) <= 2
+        assert {r.lang for r in tune} == {r.lang for r in test}
+        for row in rows:
+            assert row.intents and set(row.intents) <= set(INTENTS), row
+            assert set(row.needs) <= set(FRAGMENT_NAMES) and len(row.needs) <= 3, row
+
+    @pytest.mark.parametrize("split", ["holdout", "holdout2", "holdout3_tune", "holdout3_test"])
     def test_it_is_mostly_questions_the_corpus_halves_do_not_have(self, split: str) -> None:
         # writers independently type the same short things ("hey", "what should i do today")
         halves = {r.q for r in corpus_rows("tune") + corpus_rows("test")}
