@@ -19,7 +19,14 @@ from pathlib import Path
 from bench import grow
 from bench.chat_clinical import CHAT_CLINICAL_2, CHAT_UNCOVERED, ChatClinical, measure_chat_clinical
 from bench.chat_glued import ChatGlued, measure_chat_glued
-from bench.corpus import BASELINE_COMMIT, BASELINE_SPLITS, SPLITS, baseline_median, baseline_tokens, corpus_rows
+from bench.corpus import (
+    BASELINE_COMMIT,
+    BASELINE_SPLITS,
+    SPLITS,
+    baseline_median,
+    baseline_tokens,
+    corpus_rows,
+)
 from bench.corpus import summary as corpus_summary
 from bench.measure import (
     BudgetRow,

@@ -16,8 +16,8 @@ import pytest
 
 from bench.corpus import (
     BASELINE_COMMIT,
-    CORPUS,
     BASELINE_SPLITS,
+    CORPUS,
     SPLITS,
     baseline_median,
     baseline_tokens,
@@ -26,8 +26,8 @@ from bench.corpus import (
 )
 from bench.measure import measure_quality
 from coachctx.engine.fragments import FRAGMENT_NAMES
-from coachctx.engine.policy import INTENTS, SCOPES, Policy
 from coachctx.engine.pipeline import select
+from coachctx.engine.policy import INTENTS, SCOPES, Policy
 from coachctx.engine.services import Bundle
 
 # Floors at what the test half has reached (2026-12-03, second session: route 94.2%, needs 98.3%,
