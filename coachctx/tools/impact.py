@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from coachctx.engine.availability import CostMode, FragmentFact, facts
+from coachctx.engine.build_lock import collector_paused
 from coachctx.engine.matching import (
     clinical_matcher,
     clinical_terms_in,
@@ -239,6 +240,7 @@ def _engine(job: ImpactJob) -> _Engine:
     return engine
 
 
+@collector_paused()  # deciding makes no garbage in cycles: the collector walking it was ~10% of the time
 def decide_chunk(job: ImpactJob, chunk: Sequence[Question]) -> ChunkResult:
     """Decide a run of questions under both policies: the one function the single-process path,
     the process pool and the Dask engine all run, so they cannot disagree."""

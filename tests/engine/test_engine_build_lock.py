@@ -13,6 +13,8 @@ from engine_support import MINI_VOCABULARY, with_vocabulary
 
 from coachctx.engine.build_lock import BuildLock
 from coachctx.engine.policy import Policy, load_policy
+from coachctx.tools import impact
+from coachctx.tools.questions import Question
 from coachctx.tools.suggest import LabelledRow, learn, suggest
 from coachctx.tools.suggest_workbench import Workbench
 
@@ -102,5 +104,23 @@ def test_learning_and_suggesting_run_with_the_collector_paused(collector_on: Non
         ["my hamstring is tight after sprints", "hamstring twinge on the hills", "pulled my hamstring"], 1)]
     assert suggest(labelled, thin, limit=3)
     learn(labelled, thin)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+
+def test_impact_decides_its_chunks_with_the_collector_paused(collector_on: None, policy: Policy,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    plan_for = impact.plan_for
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return plan_for(*args, **kwargs)
+
+    monkeypatch.setattr(impact, "plan_for", watched)
+    questions = [Question(row=i, question=q, athlete="maya", tier="paid")
+                 for i, q in enumerate(["my knee hurts, can I run?", "what should I eat tonight?"], 1)]
+    report = impact.run_impact(questions, policy, policy)
+    assert len(report.rows) == 2
     assert seen and not any(seen)
     assert gc.isenabled()
