@@ -13,6 +13,7 @@ from coachctx.engine.matching.language import language_of_words
 from coachctx.engine.matching.readings import may_have_readings
 from coachctx.engine.matching.stems import part_stems, word_stems
 from coachctx.engine.matching.table import TermMatcher, table_fingerprint
+from coachctx.engine.matching.terms import CLINICAL_LABEL as CLINICAL_LABEL  # re-exported
 from coachctx.engine.matching.terms import Term
 from coachctx.engine.matching.unread import unread_words, word_kind
 from coachctx.engine.policy import Policy
@@ -20,7 +21,6 @@ from coachctx.engine.text import Tokens, clear_word_memos, tokenise
 
 _COMPILED: dict[str, TermMatcher] = {}
 _COMPILED_LIMIT: Final = 16
-CLINICAL_LABEL: Final = "clinical"
 SCOPE_ORDER: Final = ("today", "week", "months")
 """Shortest horizon first: a tie between scopes goes to the earlier."""
 

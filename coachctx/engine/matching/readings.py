@@ -13,9 +13,9 @@ from rapidfuzz.distance import OSA
 
 from coachctx.engine.common_words import GLUED_LANGUAGE, common_words, everyday_languages
 from coachctx.engine.matching.glued import split_glued
-from coachctx.engine.matching.language import language_of, read_as_false_friend
+from coachctx.engine.matching.language import LANGUAGE_FAMILIES, language_of, read_as_false_friend
 from coachctx.engine.matching.stems import COMPOUNDING, MIN_HEAD, MIN_MODIFIER, part_stems
-from coachctx.engine.matching.terms import Term
+from coachctx.engine.matching.terms import CLINICAL_LABEL, Term
 from coachctx.engine.policy import LANGUAGES
 from coachctx.engine.text import WHOLE_WORD, Tokens, script_of, stem
 
@@ -304,8 +304,22 @@ def add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], tokens: Tokens,
         for base, entry in readings:
             if entry.language == GLUED_LANGUAGE and _PART_OF in entry.term and language_of(tokens) not in _GLUED_QUESTIONS:
                 continue  # English writes no compounds: its part is a reading of words run together
+            if _PART_OF in entry.term and _foreign_part(entry, tokens):
+                continue
             if base not in terms_found and (entry.label not in best or entry.weight > best[entry.label][1].weight):
                 best[entry.label] = (base, entry)
         for base, entry in best.values():
             if not read_as_false_friend(entry, tokens, words[i:i + 1]):
                 found.setdefault((entry.label, base), entry)
+
+
+def _foreign_part(entry: Term, tokens: Tokens) -> bool:
+    """A compound's part is read in its own language: in a Finnish question "tavoitesyke" (target
+    heart rate) is Finnish "syke", not Norwegian "syk" (sick). True for a part of a language neither
+    the question's detected language nor of its family (`LANGUAGE_FAMILIES`). A clinical term's part
+    is read whatever the language ("hei, mulla on knieverletzung, voinko juosta?"): recall first."""
+    if entry.label == CLINICAL_LABEL or entry.language == GLUED_LANGUAGE:
+        return False
+    own = language_of(tokens)
+    return own is not None and own != entry.language and not any(
+        own in family and entry.language in family for family in LANGUAGE_FAMILIES)

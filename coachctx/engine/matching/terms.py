@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from coachctx.engine.matching.table import TermMatcher
 
 MAX_PHRASE_WORDS: Final = 6
+CLINICAL_LABEL: Final = "clinical"
+"""The label every term of the policy's clinical table scores for."""
 
 
 @dataclass(frozen=True)
