@@ -223,6 +223,16 @@ def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def valid_text(text: str) -> str:
+    """`text` with each lone surrogate read as U+FFFD. A byte that is not UTF-8 on a command line
+    reaches Python as one; kept, it made a Decision's JSON hold "\\udcff" (which coachctx's own
+    readers refuse) while a trace of it held U+FFFD."""
+    return text if text.isascii() or not _LONE_SURROGATE.search(text) else _LONE_SURROGATE.sub("\ufffd", text)
+
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
 def _has_surrogate(text: str) -> bool:
     if text.isascii():
         return False

@@ -62,8 +62,8 @@ NAMED_BY_OPTION: Final = {
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """Arguments are text: bytes that are not UTF-8 reach Python as lone surrogates. A question
-    may hold them (a user's message is decided as typed, and written back escaped); a name, a path
-    or a label may not, since nothing it names could match it."""
+    may hold them (a user's message is decided with each read as U+FFFD, `reading.valid_text`); a
+    name, a path or a label may not, since nothing it names could match it."""
     for key, value in vars(args).items():
         if key != "question" and isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
             raise InputError(f"argument {shown(value)} is not valid UTF-8 text")

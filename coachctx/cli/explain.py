@@ -38,6 +38,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the Decision as JSON")
     p.add_argument("--prompt", action="store_true", help="also print the prompt that would be sent")
     p.add_argument("--trace-out", default=None, help="write a decision trace (decision + bundle snapshot)")
+    p.add_argument("--force", action="store_true", help="replace the --trace-out file if it exists")
     add_policy_version_args(p)
 
     p = sub.add_parser("replay", help="reproduce a decision trace; say what today's policy decides differently")
@@ -67,7 +68,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         # a trace), and the athlete fixtures, a folder read whole: a trace among them would be an athlete
         read = [source] if version is None else []  # a stored version's source is no file
         write_json_atomic(args.trace_out, make_trace(decision, bundle, cost_mode=args.costs, budget=args.budget),
-                          inputs=[*read, upstream.root])
+                          inputs=[*read, upstream.root], replace=args.force)
     if args.json:
         print_json(decision.to_json())
     else:

@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
     labels = p.add_subparsers(dest="labels_command", required=True, parser_class=type(p))
     q = labels.add_parser("export", help="write every stored label as JSONL (the corpus format plus origin)")
     q.add_argument("--out", default=None, metavar="FILE", help="write to FILE (whole or not at all) instead of stdout")
+    q.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     q.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
     q = labels.add_parser("import", help="check every line of a JSONL file, then store its labels")
     q.add_argument("file")
@@ -130,7 +131,7 @@ def cmd_labels(args: argparse.Namespace) -> int:
         if args.out is None:
             sys.stdout.write(text)
         else:
-            write_text_atomic(args.out, text)
+            write_text_atomic(args.out, text, replace=args.force)
             print(f"wrote {len(labels)} label(s) to {printable(args.out)}", file=sys.stderr)
         return 0
     path = Path(args.file)

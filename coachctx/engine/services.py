@@ -174,12 +174,16 @@ class ConditionsCache:
 def fetch_bundle(upstream: Upstream, athlete: str, cache: ConditionsCache | None = None) -> Bundle:
     """Fetch the four services for one athlete. Faults of the services become typed results; only
     arguments of the wrong kind raise (`InputError`: the arguments swapped read as four unreachable
-    services, an adversarial pass found)."""
+    services, an adversarial pass found), and an athlete id an upstream with `check(athlete)`
+    refuses (FixtureUpstream: "MAYA", "zed", "../maya" are no sample athlete)."""
     if not callable(getattr(upstream, "call", None)):
         raise InputError(f"upstream must be an Upstream (FixtureUpstream, or anything with call(service, key)), "
                          f"got {type(upstream).__name__}")
     if not isinstance(athlete, str):
         raise InputError(f"athlete must be an athlete id (text), got {type(athlete).__name__}")
+    check = getattr(upstream, "check", None)
+    if callable(check):  # an upstream that knows its athletes refuses an unknown id: a caller's
+        check(athlete)   # mistake, not four unreachable services (which read as an outage)
     account = call_service(upstream, "account", athlete)
     results: dict[ServiceName, ServiceResult] = {"account": account}
     for service in ("baselines", "readiness"):

@@ -169,19 +169,22 @@ def _refuse_inputs(p: Path, inputs: Sequence[str | Path]) -> None:
             raise InputError(f"cannot write {p}: it is {given}, which this command reads; give another file")
 
 
-def write_json_atomic(path: str | Path, obj: Any, *, inputs: Sequence[str | Path] = ()) -> None:
+def write_json_atomic(path: str | Path, obj: Any, *, inputs: Sequence[str | Path] = (), replace: bool = True) -> None:
     """Write JSON so the file is either the old one or the whole new one, never half: a
     temporary file in the same directory, renamed over the path. Anything but a new or regular
     file is refused, as are a policy store and the files in `inputs` (what the command reads),
-    naming the path asked for, and nothing is left behind on failure."""
-    write_text_atomic(path, json_text(obj) + "\n", inputs=inputs)
+    naming the path asked for, and nothing is left behind on failure. `replace=False` refuses a
+    file that is there, however it got there (linked into place, never renamed over)."""
+    write_text_atomic(path, json_text(obj) + "\n", inputs=inputs, replace=replace)
 
 
-def write_text_atomic(path: str | Path, text: str, *, inputs: Sequence[str | Path] = ()) -> None:
+def write_text_atomic(path: str | Path, text: str, *, inputs: Sequence[str | Path] = (), replace: bool = True) -> None:
     """`text` written as `write_json_atomic` writes JSON: whole or not at all."""
     p = Path(path)
     _refuse_special(p)
     _refuse_inputs(p, inputs)
+    if not replace and os.path.lexists(p):
+        raise InputError(f"{p} exists; pass --force to replace it")
     parent = p.parent if str(p.parent) else Path(".")
     try:
         # the name cut short: a target name near the file system's limit still leaves room for the temp's
@@ -197,7 +200,14 @@ def write_text_atomic(path: str | Path, text: str, *, inputs: Sequence[str | Pat
             f.flush()
             os.fsync(f.fileno())
         _refuse_special(p)  # narrows the window in which something else appeared at the path
-        os.replace(tmp, p)
+        if replace:
+            os.replace(tmp, p)
+        else:
+            os.link(tmp, p)  # fails if the file is there, even one made a moment ago
+            Path(tmp).unlink()
+    except FileExistsError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"{p} exists; pass --force to replace it") from e
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
         raise InputError(f"cannot write {p}: {e.strerror or e}") from e

@@ -16,6 +16,7 @@ from coachctx.engine.pipeline import MAX_QUESTION_CHARS, select
 from coachctx.engine.policy import Policy
 from coachctx.engine.services import Bundle
 from coachctx.errors import InputError
+from coachctx.reading import valid_text
 
 SPECIAL = [
     "\x00", "\x07", "\x1b[31m", "\r\n", "\t", "\x0b", "\x0c", "\x85", "\u2028", "\u2029",  # controls, separators
@@ -43,14 +44,14 @@ def decide_or_refuse(question: str, bundle: Bundle, policy: Policy) -> Decision 
     try:
         decision = select(question, bundle, policy)
     except InputError as e:
-        stripped = question.strip()
+        stripped = valid_text(question).strip()
         if not stripped:
             assert str(e) == "question is empty: type what the athlete asked"
         else:
             assert len(stripped) > MAX_QUESTION_CHARS
             assert str(e) == f"question is {len(stripped)} characters; the limit is {MAX_QUESTION_CHARS}"
         return None
-    stripped = question.strip()
+    stripped = valid_text(question).strip()  # a lone surrogate is read as U+FFFD
     assert stripped and len(stripped) <= MAX_QUESTION_CHARS
     assert isinstance(decision, Decision)
     assert decision.question == stripped
