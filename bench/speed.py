@@ -83,7 +83,7 @@ def route_and_select(question: str, fragment_facts: Mapping[str, FragmentFact], 
     bundle: no prompt building, no token counting, no Decision."""
     tokens = tokenise(check_question(question))
     decided = route(tokens, policy, None)
-    effective, _ = infer_scope(tokens, policy)
+    effective, _ = infer_scope(tokens, policy, decided)
     clinical = clinical_terms_in(tokens, policy)
     plan = plan_for(decided, policy, effective, clinical, fragment_facts, costs, spend,
                     named=named_fragments_in(tokens, policy), unread=unread_words_in(tokens, policy))

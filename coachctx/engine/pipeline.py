@@ -46,7 +46,7 @@ from coachctx.engine.services import Bundle
 from coachctx.engine.text import tokenise
 from coachctx.engine.token_count import count_once
 from coachctx.errors import InputError
-from coachctx.reading import shown
+from coachctx.reading import shown, valid_text
 
 MAX_QUESTION_CHARS: Final = 2000
 PLAN_MEMO_LIMIT: Final = 4096
@@ -64,10 +64,11 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 
 def check_question(question: str) -> str:
-    """The question, stripped; InputError if it is empty or too long."""
+    """The question, stripped, lone surrogates read as U+FFFD (`reading.valid_text`); InputError if
+    it is empty or too long."""
     if not isinstance(question, str):
         raise InputError("question must be text")
-    stripped = question.strip()
+    stripped = valid_text(question).strip()
     if not stripped:
         raise InputError("question is empty: type what the athlete asked")
     if len(stripped) > MAX_QUESTION_CHARS:
@@ -141,7 +142,7 @@ def select(
     tokens = tokenise(question)
 
     decided = recorded_route if recorded_route is not None else route(tokens, policy, classifier)
-    effective, inferred_from = infer_scope(tokens, policy) if requested == "auto" else (requested, None)
+    effective, inferred_from = infer_scope(tokens, policy, decided) if requested == "auto" else (requested, None)
     ready = prepared(bundle)
     clinical = clinical_terms_in(tokens, policy)
     plan = plan_for(decided, policy, effective, clinical, ready.facts, ready.costs[cost_mode], spend,

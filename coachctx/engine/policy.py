@@ -31,11 +31,12 @@ from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.policy_canonical import policy_digest as policy_digest  # re-exported
 from coachctx.engine.policy_canonical import policy_to_yaml as policy_to_yaml  # re-exported
 from coachctx.engine.policy_errors import describe_error
-from coachctx.engine.policy_loading import MAX_POLICY_BYTES, parse_yaml
+from coachctx.engine.policy_loading import parse_yaml
+from coachctx.engine.policy_loading import read_policy_text as read_policy_text  # re-exported
 from coachctx.engine.term_text import EXACT_MARK as EXACT_MARK  # re-exported
 from coachctx.engine.term_text import matched_as, never_matches, same_term, term_problem, term_work
 from coachctx.errors import PolicyError
-from coachctx.reading import ReadError, control_character, decode_utf8, file_path, read_text, shown
+from coachctx.reading import ReadError, control_character, decode_utf8, file_path, shown
 
 _T = TypeVar("_T")
 _MISSING: Final = object()
@@ -219,6 +220,8 @@ class Modifier(_Strict):
 class ScopePolicy(_Strict):
     terms: dict[Language, list[Term]] = {}
     modifiers: list[Modifier] = []
+    implied_by: Annotated[list[IntentName], AfterValidator(_no_duplicates)] = []
+    """Intents whose questions are about this horizon when no scope's term matched (`infer_scope`)."""
 
     @model_validator(mode="after")
     def _one_action_per_fragment(self) -> ScopePolicy:
@@ -266,6 +269,9 @@ class Policy(_Strict):
             raise ValueError(f"intents: missing intent(s) {', '.join(missing)}")
         if not self.tiers:
             raise ValueError("tiers: at least one tier is needed")
+        implied = [i for sp in self.scopes.values() for i in sp.implied_by]
+        for twice in dict.fromkeys(i for i in implied if implied.count(i) > 1):
+            raise ValueError(f"scopes: {twice!r} is in the implied_by of two scopes; a question has one horizon")
         work = 0
         spelled: dict[tuple[str, str, tuple[str, ...]], str] = {}
         """(where, language, the term as the matcher reads it: `matched_as`) -> the first spelling of it."""
@@ -355,14 +361,6 @@ _BUILDING: Final = BuildLock()  # held while a derived value is built (the colle
 def _without_derived(policy: Policy) -> Policy:
     object.__setattr__(policy, "__pydantic_private__", {"_derived": {}})
     return policy
-
-
-def read_policy_text(path: str | Path) -> str:
-    """The file's text: a regular file of at most `MAX_POLICY_BYTES`, strict UTF-8."""
-    try:
-        return read_text(path, MAX_POLICY_BYTES, expected="a YAML file")
-    except ReadError as e:
-        raise PolicyError(e.source, [(e.where, e.problem)]) from e
 
 
 def validate_policy(data: Any, source: str = "<draft>") -> Policy:

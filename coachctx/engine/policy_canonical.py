@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
@@ -20,14 +20,23 @@ _LATER_SECTIONS: Final = ("fragment_terms", "referral_terms")
 """Sections added after policies were first written and stored: left out while empty."""
 
 
-def policy_digest(policy: Policy) -> str:
-    """A short content hash: equal policies have equal digests whatever their YAML layout."""
-    data = policy.model_dump(mode="json")
-    if data.get("unmatched") is None:  # a policy written before the section existed keeps its digest
+def _as_written_before(data: dict[str, Any]) -> dict[str, Any]:
+    """The dumped policy without the sections and keys added after policies were first written and
+    stored, while they are empty: such a policy keeps its digest and its YAML."""
+    if data.get("unmatched") is None:
         data.pop("unmatched", None)
-    for section in _LATER_SECTIONS:  # nor does one written before these sections existed
+    for section in _LATER_SECTIONS:
         if not data.get(section):
             data.pop(section, None)
+    for scope in data.get("scopes", {}).values():
+        if not scope.get("implied_by"):
+            scope.pop("implied_by", None)
+    return data
+
+
+def policy_digest(policy: Policy) -> str:
+    """A short content hash: equal policies have equal digests whatever their YAML layout."""
+    data = _as_written_before(policy.model_dump(mode="json"))
     canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -38,12 +47,7 @@ def policy_to_yaml(policy: Policy) -> str:
 
 
 def _to_yaml(policy: Policy) -> str:
-    data = policy.model_dump(mode="json", exclude_defaults=False)
-    if data.get("unmatched") is None:
-        data.pop("unmatched", None)
-    for section in _LATER_SECTIONS:
-        if not data.get(section):
-            data.pop(section, None)
+    data = _as_written_before(policy.model_dump(mode="json", exclude_defaults=False))
     for scope in data.get("scopes", {}).values():
         for m in scope.get("modifiers", []):
             if m.get("intents") is None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
 from coachctx.engine.policy_errors import short_value
 from coachctx.errors import PolicyError
+from coachctx.reading import ReadError, read_text
 
 MAX_POLICY_BYTES: Final = 1024 * 1024
 """The default policy is about 450 KB in flow style and 560 KB dumped in block style: room for a
@@ -266,3 +268,11 @@ def parse_yaml(text: str, source: str = "<draft>", limits: YamlLimits = POLICY_Y
         raise PolicyError(source, [("", f"YAML error: {e}")]) from e
     except RecursionError as e:
         raise PolicyError(source, [("", "YAML nested too deeply")]) from e
+
+
+def read_policy_text(path: str | Path) -> str:
+    """The file's text: a regular file of at most `MAX_POLICY_BYTES`, strict UTF-8."""
+    try:
+        return read_text(path, MAX_POLICY_BYTES, expected="a YAML file")
+    except ReadError as e:
+        raise PolicyError(e.source, [(e.where, e.problem)]) from e

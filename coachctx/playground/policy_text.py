@@ -12,7 +12,8 @@ from typing import Any, Final
 import pandas as pd
 import yaml
 
-from coachctx.engine.policy import MAX_POLICY_BYTES, Policy, parse_policy, policy_to_yaml
+from coachctx.engine.policy import Policy, parse_policy, policy_to_yaml
+from coachctx.engine.policy_loading import MAX_POLICY_BYTES
 from coachctx.errors import InputError, PolicyError
 from coachctx.tools.policy_diff import PolicyDiff
 

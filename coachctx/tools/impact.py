@@ -123,7 +123,8 @@ class PolicyRunner:
         p = policy
         self.routing_key = (tuple(m(p).fingerprint for m in (vocabulary_matcher, clinical_matcher, scope_matcher,
                                                               fragment_matcher)),
-                            p.routing.model_dump_json(), p.unmatched is None, tuple(p.fragment_terms))
+                            p.routing.model_dump_json(), p.unmatched is None, tuple(p.fragment_terms),
+                            tuple((name, tuple(scope.implied_by)) for name, scope in p.scopes.items()))
         """Everything `_route` reads from the policy: two runners with equal keys route alike."""
 
     def decide(self, q: Question, tokens: Tokens, athlete: str, tier: str, question_tokens: int | None = None) -> Outcome:
@@ -164,7 +165,7 @@ class PolicyRunner:
 
     def _route_now(self, q: Question, tokens: Tokens) -> _Routed:
         r = route(tokens, self.policy, None)
-        scope = infer_scope(tokens, self.policy)[0] if q.scope == "auto" else q.scope
+        scope = infer_scope(tokens, self.policy, r)[0] if q.scope == "auto" else q.scope
         return _Routed(r.intent, r.source, r.contenders, scope, tuple(clinical_terms_in(tokens, self.policy)), r,
                        tuple(n for n, v in r.scores.ranked() if v > 0),
                        tuple((f, tuple(terms)) for f, terms in named_fragments_in(tokens, self.policy).items()),

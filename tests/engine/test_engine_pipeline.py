@@ -50,7 +50,7 @@ REASON_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
     # Hungarian, a language the policy has no terms in: "my knee hurts after running, can I run tomorrow?"
     ("unread_question", "Fáj a térdem futás után, futhatok holnap?", "maya", {"tier": "free"}, "readiness_injury"),
     # no term matches, and a model's label is a guess: the unmatched set's injury readiness stays
-    ("unmatched_question", "cut my hand on a rock yesterday", "maya", {"classifier": StubClassifier("general")},
+    ("unmatched_question", "a wasp got me on the ear", "maya", {"classifier": StubClassifier("general")},
      "readiness_injury"),
 ]
 

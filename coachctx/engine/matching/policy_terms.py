@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from coachctx.engine.matching.find import SharedWords
 from coachctx.engine.matching.glued import split_glued
@@ -18,6 +18,9 @@ from coachctx.engine.matching.terms import Term
 from coachctx.engine.matching.unread import unread_words, word_kind
 from coachctx.engine.policy import Policy
 from coachctx.engine.text import Tokens, clear_word_memos, tokenise
+
+if TYPE_CHECKING:
+    from coachctx.engine.routing import Route
 
 _COMPILED: dict[str, TermMatcher] = {}
 _COMPILED_LIMIT: Final = 16
@@ -113,18 +116,28 @@ def scope_matcher(policy: Policy) -> TermMatcher:
          for name, scope in p.scopes.items()}))
 
 
-def infer_scope(question: str | Tokens, policy: Policy) -> tuple[str | None, list[str]]:
+def infer_scope(question: str | Tokens, policy: Policy, decided: Route | None = None) -> tuple[str | None, list[str]]:
     """The horizon the question implies and the words that imply it. With several, the one
-    with most matched terms wins; a tie goes to the shorter horizon (today < week < months)."""
+    with most matched terms wins; a tie goes to the shorter horizon (today < week < months). With
+    none, the horizon its route's intent implies (`ScopePolicy.implied_by`: a question about the
+    weather with no time word is about today's), named by the intent's matched terms."""
     tokens = question if isinstance(question, Tokens) else tokenise(question)
     found = _found(tokens, policy)[3]
     if not found:
-        return None, []
+        return _implied_scope(policy, decided) if decided is not None else (None, [])
     by_scope: dict[str, list[str]] = {}
     for entry in found:
         by_scope.setdefault(entry.label, []).append(entry.term)
     best = max(by_scope, key=lambda s: (len(by_scope[s]), -SCOPE_ORDER.index(s)))
     return best, by_scope[best]
+
+
+def _implied_scope(policy: Policy, decided: Route) -> tuple[str | None, list[str]]:
+    for name, scope in policy.scopes.items():
+        if decided.intent in scope.implied_by:
+            terms = [term for term, _ in decided.scores.matched.get(decided.intent, ())]
+            return name, [f"{t} (a {decided.intent} question)" for t in terms] or [f"(a {decided.intent} question)"]
+    return None, []
 
 
 def compile_matchers(policy: Policy) -> None:
