@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final
 
-from coachctx.engine.common_words import everyday_languages, is_everyday, question_language
+from coachctx.engine.common_words import (
+    GLUED_PART_RANKS,
+    common_words,
+    everyday_languages,
+    glued_words,
+    is_everyday,
+    question_language,
+)
 
 _TAG: Final = re.compile(r"<!--.*?-->|</?([a-zA-Z][a-zA-Z0-9]{0,15})(?:\s[^<>]{0,200})?/?>", re.DOTALL)
 """An HTML tag (`<b>`, `</span>`, `<a href="...">`, `<br/>`) or comment: chat apps and pasted mail wrap words in them."""
@@ -277,7 +284,48 @@ def digit_reading(word: str) -> tuple[str, ...]:
         options = [_LEET.get(ch, ch) for ch in word]
         for reading in itertools.islice(itertools.product(*options), MAX_LEET_READINGS):
             read = "".join(reading)
-            if "en" in everyday.get(read, ()):
+            if "en" in everyday.get(read, ()) or (len(read) >= 4 and _common_english(read)):
                 return (read,)
     return (word,)
 
+
+def _common_english(word: str) -> bool:
+    """Among the `GLUED_PART_RANKS` commonest English words ("shin", "sprained", "concussion"):
+    what leetspeak and added accents may stand for, beyond the everyday words. Leetspeak reads only
+    a word of four letters or more so: Arabic chat's "s7a" (health) is no "sta"."""
+    return glued_words().get(word, GLUED_PART_RANKS) < GLUED_PART_RANKS
+
+
+def marks_read(words: Sequence[str]) -> list[str]:
+    """In an English question, a word with accents or other marks added to an English word, as chat
+    writes for emphasis or a look-alike text generator ("pàin", "ḟever", "sprăined", "şhin päin"),
+    read without them (`mark_reading`). Only in a question whose everyday words are English: in
+    Czech or Lithuanian, which the policy has no terms for, "mám" and "visą" are words of their own,
+    and reading them as English would hide that the question is unread (one English word among them,
+    "save", is no English question)."""
+    read = [mark_reading(w) if not w.isascii() else w for w in words]
+    if read == list(words):
+        return read
+    counts: dict[str, int] = {}
+    for votes in map(everyday_languages().get, words):
+        for language in votes or ():
+            counts[language] = counts.get(language, 0) + 1
+    english = counts.pop("en", 0)
+    english_question = english >= MIN_ENGLISH_SHARE * len(words) and english >= max(counts.values(), default=0)
+    return read if english_question else list(words)
+
+
+MIN_ENGLISH_SHARE: Final = 0.4
+"""The share of a question's words that must be everyday English words, and no fewer than any
+other language's ("de" and "el" are on English's list too, far down), for `marks_read` to read it."""
+
+
+@lru_cache(maxsize=100_000)
+def mark_reading(word: str) -> str:
+    """The word without its marks when it is no everyday word of any language (French "après",
+    German "Bär" are kept) and, without them, one of the commonest English words of three letters or
+    more. Else the word as written."""
+    if len(word) < 3 or word in everyday_languages() or word in common_words():
+        return word
+    bare = "".join(ch for ch in unicodedata.normalize("NFD", word) if not unicodedata.combining(ch))
+    return bare if bare != word and bare.isascii() and _common_english(bare) else word

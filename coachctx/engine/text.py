@@ -22,6 +22,8 @@ from coachctx.engine.chat_text import (
     digit_reading,
     digits_read,
     held_down,
+    mark_reading,
+    marks_read,
     plain_letters,
     unstretch,
     unwrap,
@@ -211,6 +213,8 @@ def tokenise(question: str) -> Tokens:
     held = [w[:MAX_TOKEN_CHARS] for w in held_down(words)] if STRETCHED.search(text) else words
     if "Latin" in scripts and ("Cyrillic" in scripts or "Greek" in scripts):
         held = _latin_look_alikes(held)
+    if "Latin" in scripts:
+        held = marks_read(held)
     if LETTER_THEN_DIGIT.search(text):
         held = digits_read(held)
     return Tokens(text=text, words=tuple(held), unspaced=" ".join(runs), scripts=tuple(scripts), raw=question)
@@ -387,5 +391,5 @@ lower-cases to "ağrisi", the dotless ı lost and the other letters kept."""
 
 def clear_word_memos() -> None:
     """Empty this module's per-word memos (word splits, unstretched words, stems, scripts)."""
-    for memo in (_split_chunk, unstretch, digit_reading, stem, letter_scripts):
+    for memo in (_split_chunk, unstretch, digit_reading, mark_reading, stem, letter_scripts):
         memo.cache_clear()

@@ -209,7 +209,7 @@ class TestCli:
         kept = tmp_path / "kept.jsonl"
         kept.write_text("old\n", encoding="utf-8")
         assert main(["labels", "export", "--out", str(tmp_path / "missing" / "x.jsonl"), "--store", url]) == 2
-        assert main(["labels", "export", "--out", str(kept), "--store", url]) == 0
+        assert main(["labels", "export", "--out", str(kept), "--store", url, "--force"]) == 0
         assert json.loads(kept.read_text(encoding="utf-8"))["question"] == GLUTE
 
     def test_export_of_a_store_that_does_not_exist_creates_nothing(self, tmp_path: Path,
