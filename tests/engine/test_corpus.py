@@ -59,11 +59,14 @@ HOLDOUT2_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
 # then, in new styles (voice-to-text, pasted readouts, third person, negated or past pain, romanised
 # scripts), and cut in halves before any row was read. First measured, before any change made for
 # it: tune half route 91.5%, needs 98.6%, in-domain matching nothing 2.5%; test half 90.7% / 97.0% /
-# 2.8%; readiness_injury kept on 60 of 61 and 53 of 56 rows that need it. Floors there; only raised.
+# 2.8%; readiness_injury kept on 60 of 61 and 53 of 56 rows that need it. After that stop's changes
+# (compound parts in the question's language, 1,172 acute clinical terms, leetspeak and accents):
+# tune 91.9% / 98.6% / 2.5%, test 90.7% / 97.4% / 2.8%, kept on 60 of 61 and 54 of 56. Floors
+# there; only raised.
 HOLDOUT3_MIN_ROUTE_ACCURACY = 0.90
-HOLDOUT3_MIN_NEEDS_RECALL = 0.965
+HOLDOUT3_MIN_NEEDS_RECALL = 0.97
 HOLDOUT3_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
-HOLDOUT3_MIN_INJURY_KEPT = 0.94
+HOLDOUT3_MIN_INJURY_KEPT = 0.96
 
 REQUIRED_LANGUAGES = ("nl", "pl", "tr", "sv", "da", "no", "fi", "el", "ar", "hi", "id", "vi")
 
