@@ -7,7 +7,7 @@ into text grouped by section and subject. Compared:
 - intents: per intent, which fragments moved between primary / secondary / exclude (or were
   added or removed), reordering of primary and secondary (prompt and budget order), max_words;
 - vocabulary: per intent and language, terms added, removed or re-weighted;
-- scopes: scope terms per language, modifiers added, removed or changed;
+- scopes: scope terms per language, modifiers added, removed or changed, the intents that imply the scope;
 - routing thresholds, tiers, clinical terms and fragment terms.
 """
 
@@ -58,6 +58,8 @@ class Change:
             if self.kind == "removed":
                 return f"- {self.item!r} (was {self.before:g})"
             return f"~ {self.item!r} {self.before:g} -> {self.after:g}"
+        if self.section == "scopes" and self.path.endswith("implied_by"):
+            return f"{'+' if self.kind == 'added' else '-'} implied by {self.item} questions with no scope term"
         if self.section == "scopes" and self.path.endswith("modifiers"):
             if self.kind == "added":
                 return f"+ modifier {self.item}: {self.after['reason']!r}"
@@ -221,6 +223,12 @@ def _scopes(a: Policy, b: Policy) -> Iterable[Change]:
             assert shown is not None
             item = f"{shown.action} {key}" if x is None or y is None or x.action == y.action else key
             yield Change("scopes", scope, path, _kind(x, y), item, dx, dy)
+        implied_a = sa.implied_by if sa is not None else []
+        implied_b = sb.implied_by if sb is not None else []
+        for intent in [*[i for i in implied_a if i not in implied_b], *[i for i in implied_b if i not in implied_a]]:
+            added = intent in implied_b
+            yield Change("scopes", scope, f"scopes.{scope}.implied_by", "added" if added else "removed", intent,
+                         None if added else intent, intent if added else None)
 
 
 def _clinical(a: Policy, b: Policy) -> Iterable[Change]:

@@ -78,6 +78,22 @@ class TestDiffPolicies:
             ("vocabulary", "recovery (de)", "added", "schlaf", None, 1.5),
         ]
 
+    def test_the_intents_that_imply_a_scope(self, before: Policy) -> None:
+        def weather_today(d: dict[str, Any]) -> None:
+            d["scopes"]["today"]["implied_by"] = ["conditions"]
+
+        def move(d: dict[str, Any]) -> None:
+            d["scopes"]["today"]["implied_by"] = []
+            d["scopes"]["week"]["implied_by"] = ["training"]
+
+        diff = diff_policies(edit(before, weather_today), edit(before, move))
+        assert [(c.subject, c.path, c.kind, c.item) for c in diff.changes] == [
+            ("today", "scopes.today.implied_by", "removed", "conditions"),
+            ("week", "scopes.week.implied_by", "added", "training")]
+        text = render_diff(diff)
+        assert "- implied by conditions questions with no scope term" in text
+        assert "+ implied by training questions with no scope term" in text
+
     def test_fragment_terms_added_and_removed(self, before: Policy) -> None:
         def named(d: dict[str, Any]) -> None:
             d["fragment_terms"] = {"chronotype": {"en": ["night owl", "early bird"]},
