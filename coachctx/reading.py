@@ -68,6 +68,8 @@ def file_path(path: Any, expected: str = "a file") -> Path:
     """`path` as a Path, or `ReadError` when it is not one: `Path(None)` or `Path(3)` would raise a
     TypeError naming no file, and a library caller deserves the same one line the CLI gets."""
     if isinstance(path, str | os.PathLike) and not isinstance(os.fspath(path), bytes):
+        if not os.fspath(path):  # Path("") is ".", the current directory: name what was given
+            raise ReadError("''", f"the path is empty; name {expected}")
         return Path(path)
     raise ReadError(f"<{type(path).__name__}>", f"expected the path of {expected}, got {printable(repr(path))[:60]}")
 

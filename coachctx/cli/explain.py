@@ -15,7 +15,7 @@ from coachctx.cli.common import (
 )
 from coachctx.engine.decision import Decision
 from coachctx.engine.pipeline import COST_MODES, SCOPE_REQUESTS, select
-from coachctx.engine.policy import DEFAULT_POLICY_PATH, DEFAULT_TIER, MAX_BUDGET, load_policy
+from coachctx.engine.policy import DEFAULT_POLICY_PATH, DEFAULT_TIER, MAX_BUDGET, MAX_TERMS, load_policy
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.errors import InputError
 from coachctx.model import classifier_from_env
@@ -200,9 +200,12 @@ def cmd_check_policy(args: argparse.Namespace) -> int:
     findings = lint_policy(policy)
     # a lint error is a rule that can never act as written (exit 1); a warning is advice (exit 0)
     failed = sum(f.severity == "error" for f in findings)
+    vocabulary = sum(len(t) for v in policy.vocabulary.values() for t in v.values())
+    # the limit counts every list a question is matched against: clinical, scope and fragment terms too
+    matched = sum(len(list(terms)) for _, by_language in policy.term_lists() for terms in by_language.values())
     print(f"{printable(args.path)}: {'ok' if not failed else f'valid, but {failed} lint error(s)'} "
-          f"(digest {policy.digest}; {len(policy.intents)} intents, "
-          f"{sum(len(t) for v in policy.vocabulary.values() for t in v.values())} terms)")
+          f"(digest {policy.digest}; {len(policy.intents)} intents, {vocabulary:,} vocabulary terms, "
+          f"{matched:,} of at most {MAX_TERMS:,} terms in all)")
     for finding in findings:
         print(f"{finding.severity}: {finding}")
     return 1 if failed else 0

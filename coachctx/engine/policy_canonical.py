@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 import yaml
 
 from coachctx.engine.policy_loading import YAML_DUMPER
+from coachctx.errors import InputError
 
 if TYPE_CHECKING:
     from coachctx.engine.policy import Policy
@@ -43,6 +44,8 @@ def policy_digest(policy: Policy) -> str:
 
 def policy_to_yaml(policy: Policy) -> str:
     """The policy as YAML a coach can read; `parse_policy` of it gives an equal policy."""
+    if not callable(getattr(policy, "derived", None)):
+        raise InputError(f"policy must be a coachctx Policy (load_policy), got {type(policy).__name__}")
     return policy.derived("yaml", _to_yaml)
 
 

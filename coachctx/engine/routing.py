@@ -17,6 +17,7 @@ from typing import Final, Literal
 from coachctx.engine.matching import TermMatcher, vocabulary_in
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.text import Tokens, tokenise
+from coachctx.errors import InputError
 from coachctx.reading import clip
 
 RouteSource = Literal["rules", "model", "fallback"]
@@ -60,6 +61,8 @@ class Scores:
 def score(question: str | Tokens, policy: Policy, matcher: TermMatcher | None = None) -> Scores:
     """The intents' keyword scores; `matcher` stands in for the policy's own vocabulary (a
     suggested edit is scored with the table it would make)."""
+    if not isinstance(question, str | Tokens):
+        raise InputError(f"question must be text, got {type(question).__name__}")
     tokens = question if isinstance(question, Tokens) else tokenise(question)
     found = matcher.find(tokens) if matcher is not None else vocabulary_in(tokens, policy)
     scores = {name: 0.0 for name in INTENTS}

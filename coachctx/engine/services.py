@@ -18,7 +18,7 @@ from typing import Any, Final, Literal, Protocol
 from coachctx.engine.fragments import SERVICES, ServiceName
 from coachctx.engine.policy_errors import did_you_mean
 from coachctx.errors import InputError
-from coachctx.reading import parse_json, printable, read_bytes, shown
+from coachctx.reading import ReadError, file_path, parse_json, printable, read_bytes, shown
 
 SAMPLE_ATHLETES_DIR: Final = Path(__file__).resolve().parents[2] / "sample_athletes"
 MAX_FIXTURE_BYTES: Final = 2 * 1024 * 1024
@@ -219,7 +219,10 @@ class FixtureUpstream:
     FIFO, a huge file or a file that is not JSON is an `InputError` naming it."""
 
     def __init__(self, root: str | Path = SAMPLE_ATHLETES_DIR) -> None:
-        self.root = Path(root)
+        try:
+            self.root = file_path(root, "a directory of athletes' fixture files")
+        except ReadError as e:
+            raise InputError(f"athletes directory: {e.problem}") from e
         if not self.root.is_dir():
             why = "is not a directory" if self.root.exists() else "does not exist"
             raise InputError(f"athletes directory {shown(str(root))} {why}: name the directory of the athletes' "

@@ -57,3 +57,22 @@ def test_a_mistyped_athlete_is_refused_not_read_as_an_outage(athlete: str, probl
 def test_a_known_athlete_still_decides(policy: Policy) -> None:
     decision = select("my knee hurts", fetch_bundle(FixtureUpstream(), "maya"), policy)
     assert decision.fragment("readiness_injury").status == "selected"
+
+
+def test_library_calls_with_arguments_of_the_wrong_kind_say_so(policy: Policy) -> None:
+    """They raised TypeError or AttributeError, or showed an empty path as "."."""
+    from coachctx.engine.policy import load_policy, policy_to_yaml
+    from coachctx.engine.routing import score
+    from coachctx.errors import CoachctxError
+
+    calls = {
+        "FixtureUpstream(None)": (lambda: FixtureUpstream(None), "expected the path of a directory"),  # type: ignore[arg-type]
+        "FixtureUpstream('')": (lambda: FixtureUpstream(""), "the path is empty"),
+        "score(None, policy)": (lambda: score(None, policy), "question must be text, got NoneType"),  # type: ignore[arg-type]
+        "policy_to_yaml(None)": (lambda: policy_to_yaml(None), "policy must be a coachctx Policy"),  # type: ignore[arg-type]
+        "load_policy('')": (lambda: load_policy(""), "the path is empty; name a YAML file"),
+    }
+    for name, (call, problem) in calls.items():
+        with pytest.raises(CoachctxError) as raised:
+            call()
+        assert problem in str(raised.value), (name, str(raised.value))

@@ -173,7 +173,7 @@ class TestCraftedPolicy:
 
     def test_a_quiet_policy_prints_only_ok(self, capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["check-policy", str(SMALL)]) == 0
-        assert capsys.readouterr().out == f"{SMALL}: ok (digest adf297fda308; 6 intents, 28 terms)\n"
+        assert capsys.readouterr().out == f"{SMALL}: ok (digest adf297fda308; 6 intents, 28 vocabulary terms, 37 of at most 30,000 terms in all)\n"
 
 
 class TestDefaultPolicy:
