@@ -58,8 +58,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     classifier = classifier_from_env()  # a bad model setting is refused before any work
     policy, source, version = policy_for(args)
     upstream = FixtureUpstream(args.athletes_dir) if args.athletes_dir else FixtureUpstream()
-    upstream.check(args.athlete)
-    bundle = fetch_bundle(upstream, args.athlete)
+    bundle = fetch_bundle(upstream, args.athlete)  # refuses an athlete the fixtures do not have
     decision = select(args.question, bundle, policy, scope=args.scope, tier=args.tier, budget=args.budget,
                       cost_mode=args.costs, classifier=classifier, policy_source=source,
                       policy_version=version)

@@ -15,10 +15,9 @@ from functools import lru_cache
 from typing import Final
 
 from coachctx.engine.common_words import (
-    GLUED_PART_RANKS,
     common_words,
     everyday_languages,
-    glued_words,
+    glued_parts,
     is_everyday,
     question_language,
 )
@@ -284,16 +283,11 @@ def digit_reading(word: str) -> tuple[str, ...]:
         options = [_LEET.get(ch, ch) for ch in word]
         for reading in itertools.islice(itertools.product(*options), MAX_LEET_READINGS):
             read = "".join(reading)
-            if "en" in everyday.get(read, ()) or (len(read) >= 4 and _common_english(read)):
+            # beyond the everyday words, English's commonest ("shin", "sprained", "concussion"), from
+            # four letters: Arabic chat's "s7a" (health) is no "sta"
+            if "en" in everyday.get(read, ()) or (len(read) >= 4 and read in glued_parts()):
                 return (read,)
     return (word,)
-
-
-def _common_english(word: str) -> bool:
-    """Among the `GLUED_PART_RANKS` commonest English words ("shin", "sprained", "concussion"):
-    what leetspeak and added accents may stand for, beyond the everyday words. Leetspeak reads only
-    a word of four letters or more so: Arabic chat's "s7a" (health) is no "sta"."""
-    return glued_words().get(word, GLUED_PART_RANKS) < GLUED_PART_RANKS
 
 
 def marks_read(words: Sequence[str]) -> list[str]:
@@ -323,9 +317,9 @@ other language's ("de" and "el" are on English's list too, far down), for `marks
 @lru_cache(maxsize=100_000)
 def mark_reading(word: str) -> str:
     """The word without its marks when it is no everyday word of any language (French "après",
-    German "Bär" are kept) and, without them, one of the commonest English words of three letters or
-    more. Else the word as written."""
+    German "Bär" are kept) and, without them, one of English's commonest words of three letters or
+    more (`glued_parts`). Else the word as written."""
     if len(word) < 3 or word in everyday_languages() or word in common_words():
         return word
     bare = "".join(ch for ch in unicodedata.normalize("NFD", word) if not unicodedata.combining(ch))
-    return bare if bare != word and bare.isascii() and _common_english(bare) else word
+    return bare if bare != word and bare.isascii() and bare in glued_parts() else word

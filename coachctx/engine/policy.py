@@ -11,6 +11,7 @@ and the offending value, with a "did you mean" for near-miss names. The canonica
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -26,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from coachctx.engine.build_lock import BuildLock
+from coachctx.engine.collector import collector_paused
 from coachctx.engine.fragments import FRAGMENT_NAMES
 from coachctx.engine.policy_canonical import policy_digest as policy_digest  # re-exported
 from coachctx.engine.policy_canonical import policy_to_yaml as policy_to_yaml  # re-exported
@@ -348,14 +349,15 @@ class Policy(_Strict):
         cache = self.__pydantic_private__["_derived"]  # type: ignore[index]
         found = cache.get(key, _MISSING)
         if found is _MISSING:
-            with _BUILDING:  # re-entrant: a build asks for what it is built from
+            # re-entrant: a build asks for what it is built from; the collector paused (`collector`)
+            with _BUILDING, collector_paused():
                 found = cache.get(key, _MISSING)
                 if found is _MISSING:
                     found = cache[key] = build(self)
         return found  # type: ignore[no-any-return]
 
 
-_BUILDING: Final = BuildLock()  # held while a derived value is built (the collector paused); one built is read without it
+_BUILDING: Final = threading.RLock()  # held while a derived value is built; one built is read without it
 
 
 def _without_derived(policy: Policy) -> Policy:

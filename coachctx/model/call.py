@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
 import ssl
 import threading
 import zlib
@@ -21,19 +20,18 @@ from typing import Any, Final, TypeVar
 import httpx2
 import openai
 
+from coachctx.reading import valid_text
+
 MAX_ERROR_CHARS: Final = 300
 CLOSE_WAIT_S: Final = 5.0
 """How long closing a connection may take after a call ends or is cut."""
 
 T = TypeVar("T")
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def model_text(text: str) -> str:
     """`text` as an endpoint can receive it: a lone surrogate (which no UTF-8 request can carry)
-    becomes U+FFFD."""
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    becomes U+FFFD (`reading.valid_text`)."""
+    return valid_text(text)
 
 
 class AnswerEncoded(Exception):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from coachctx.engine.availability import CostMode, FragmentFact, facts
-from coachctx.engine.build_lock import collector_paused
+from coachctx.engine.collector import collector_paused
 from coachctx.engine.matching import (
     clinical_matcher,
     clinical_terms_in,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from coachctx.engine.build_lock import collector_paused
+from coachctx.engine.collector import collector_paused
 from coachctx.engine.policy import Policy
 from coachctx.engine.text import Tokens, tokenise
 from coachctx.errors import InputError

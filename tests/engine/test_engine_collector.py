@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from engine_support import MINI_VOCABULARY, with_vocabulary
 
-from coachctx.engine.build_lock import BuildLock
+from coachctx.engine.collector import collector_paused
 from coachctx.engine.policy import Policy, load_policy
 from coachctx.tools import impact
 from coachctx.tools.questions import Question
@@ -34,58 +34,58 @@ def test_a_derived_value_is_built_with_the_collector_paused_and_resumed_after(co
     assert gc.isenabled()
 
 
-def test_a_nested_build_leaves_the_collector_paused_until_the_outermost_ends(collector_on: None) -> None:
-    lock = BuildLock()
-    with lock:
-        with lock:
+def test_a_nested_pause_leaves_the_collector_paused_until_the_outermost_ends(collector_on: None) -> None:
+    with collector_paused():
+        with collector_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
 
 
-def test_a_collector_paused_before_the_build_stays_paused(collector_on: None) -> None:
+def test_a_collector_paused_before_stays_paused(collector_on: None) -> None:
     gc.disable()
-    with BuildLock():
+    with collector_paused():
         pass
     assert not gc.isenabled()
 
 
-def test_a_failed_build_resumes_the_collector_and_frees_the_lock(collector_on: None) -> None:
-    lock = BuildLock()
-    with pytest.raises(ValueError), lock:
+def test_a_failed_build_resumes_the_collector(collector_on: None) -> None:
+    with pytest.raises(ValueError), collector_paused():
         raise ValueError("the build failed")
     assert gc.isenabled()
-    taken = threading.Event()
 
-    def take() -> None:
-        with lock:
-            taken.set()
 
-    other = threading.Thread(target=take)
+def test_a_failed_derived_build_frees_the_lock_for_another_thread(collector_on: None) -> None:
+    policy = load_policy()
+
+    def fail(_: Policy) -> None:
+        raise ValueError("the build failed")
+
+    with pytest.raises(ValueError):
+        policy.derived("test: a failed build", fail)
+    built = threading.Event()
+    other = threading.Thread(target=lambda: policy.derived("test: another build", lambda _: built.set()))
     other.start()
     other.join(timeout=10)
-    assert taken.is_set()
-    assert gc.isenabled()
+    assert built.is_set() and gc.isenabled()
 
 
-def test_a_second_thread_waits_for_the_build_and_the_pause_ends_once(collector_on: None) -> None:
-    lock = BuildLock()
-    entered, release = threading.Event(), threading.Event()
+def test_pauses_in_two_threads_end_once_the_last_ends(collector_on: None) -> None:
+    entered, release = threading.Barrier(3), threading.Event()
 
     def build() -> None:
-        with lock:
-            entered.set()
+        with collector_paused():
+            entered.wait(10)
             release.wait(10)
 
-    first = threading.Thread(target=build)
-    first.start()
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for t in threads:
+        t.start()
     entered.wait(10)
-    second = threading.Thread(target=build)
-    second.start()
     assert not gc.isenabled()
     release.set()
-    first.join(10)
-    second.join(10)
+    for t in threads:
+        t.join(10)
     assert gc.isenabled()
 
 
