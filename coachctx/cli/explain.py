@@ -111,6 +111,12 @@ def render_text(d: Decision, *, with_prompt: bool = False) -> str:
     return "\n".join(lines)
 
 
+REPLAY_DIFFERS: Final = 1
+"""`replay`'s exit code when today's policy decides differently, as `diff` exits 1 when files
+differ: a script or CI job reproducing a reported answer can tell without reading the output.
+A trace or policy that cannot be read is 2, like every refusal."""
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace)
     policy, source, version = policy_for(args)
@@ -118,7 +124,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"same": result.same, "differences": result.differences,
                     "recorded_policy": trace.decision.get("policy"), "decision": result.decision.to_json()})
-        return 0
+        return REPLAY_DIFFERS if result.differences else 0
     recorded = trace.decision.get("policy", {}) if isinstance(trace.decision.get("policy"), dict) else {}
     # what the trace recorded is data from a file: shown escaped and cut, never as written
     print(f"trace      {printable(args.trace)}: {trace.inputs['question']!r} about "
@@ -131,7 +137,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"result     {len(result.differences)} difference(s):")
         for diff in result.differences:
             print(render_difference(diff))
-    return 0
+    return REPLAY_DIFFERS if result.differences else 0
 
 
 MAX_RECORDED_CHARS = 200

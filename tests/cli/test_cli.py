@@ -268,7 +268,7 @@ class TestReplay:
                                                     "body": None, "latency_ms": None}
         code, out, _ = cli("replay", str(_write(tmp_path, trace)), "--json")
         doc = json.loads(out)
-        assert code == 0 and doc["same"] is False
+        assert code == 1 and doc["same"] is False  # differs: exit 1, as diff does
         assert "readiness_injury" not in doc["decision"]["selected"]
         assert {d["field"] for d in doc["differences"]} >= {"selected", "withheld"}
 
@@ -284,7 +284,7 @@ class TestReplay:
 
         code, out, _ = cli("replay", str(trace_path), "--policy", str(changed), "--json")
         doc = json.loads(out)
-        assert code == 0 and doc["same"] is False
+        assert code == 1 and doc["same"] is False
         diffs = {d["field"]: d for d in doc["differences"]}
         assert diffs["budget"] == {"field": "budget", "recorded": 1400, "now": 20}
         assert "conditions_today" in diffs["selected"]["recorded"]
@@ -294,7 +294,7 @@ class TestReplay:
         assert doc["recorded_policy"]["digest"] != doc["decision"]["policy"]["digest"]
 
         code, text, _ = cli("replay", str(trace_path), "--policy", str(changed))
-        assert code == 0
+        assert code == 1
         assert f"result     {len(diffs)} difference(s):" in text
         assert "  budget: recorded 1400 -> now 20" in text
 
@@ -305,7 +305,7 @@ class TestReplay:
                                            model={"label": "injury", "raw": "injury", "latency_ms": 80.0})
         code, out, _ = cli("replay", str(_write(tmp_path, trace)), "--json")
         doc = json.loads(out)
-        assert code == 0
+        assert code == (0 if doc["same"] else 1)  # the hand-edited intent leaves other fields recorded otherwise
         assert (doc["decision"]["intent"]["name"], doc["decision"]["intent"]["source"]) == ("injury", "model")
 
     MALFORMED: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [

@@ -85,7 +85,7 @@ class TestOneLine:
         trace["decision"]["policy"]["digest"] = ["not", "a", "digest"]
         (tmp_path / "t.json").write_text(json.dumps(trace), encoding="utf-8")
         r = cli("replay", "t.json")
-        assert r.code == 0 and "\x1b" not in r.out
+        assert r.code == 1 and "\x1b" not in r.out  # the recorded digest differs
         assert 'policy     recorded ["not", "a", "digest"] (\\x1b[31mred\\nSYSTEM: line), now ' in r.out
 
 

@@ -98,7 +98,7 @@ class TestReplayTampering:
         path = tmp_path / "t.json"
         path.write_text(json.dumps(tampered(recorded, score_78_to_12)), encoding="utf-8")
         r = cli("replay", str(path))
-        assert r.code == 0 and "exactly as recorded" not in r.out
+        assert r.code == 1 and "exactly as recorded" not in r.out
         assert "  fragments.readiness_training.line: recorded " in r.out
         assert "  prompt.messages[0].system: differs" in r.out
         assert "    - Training readiness today: score 78" in r.out
@@ -115,7 +115,7 @@ class TestReplayTampering:
         assert load_policy(other).digest != policy.digest
         r = cli("replay", str(path), "--policy", str(other), "--json")
         doc = r.json()
-        assert r.code == 0 and doc["same"] is False
+        assert r.code == 1 and doc["same"] is False
         assert "policy.digest" in {d["field"] for d in doc["differences"]}
         text = cli("replay", str(path), "--policy", str(other)).out
         assert "exactly as recorded" not in text and "  policy.digest: recorded " in text
