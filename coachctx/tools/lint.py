@@ -16,18 +16,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final, Literal
 
+from coachctx.engine.common_words import everyday_words
 from coachctx.engine.fragments import FRAGMENT_NAMES
-from coachctx.engine.matching import filed_under
 from coachctx.engine.policy import DEFAULT_TIER, INTENTS, LANGUAGES, SCOPES, Policy
 from coachctx.engine.routing import is_confident
 from coachctx.engine.term_text import matched_as
+from coachctx.tools.lint_keys import Nested, Stemmed, TermKey, pairs, term_keys
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
                    "weak-vocabulary", "missing-language", "no-unmatched-set", "missing-clinical-language",
-                   "no-default-tier", "zero-margin", "shared-scope-term"]
+                   "no-default-tier", "zero-margin", "shared-scope-term", "everyday-term"]
 Severity = Literal["error", "warning"]
 
 RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
@@ -46,7 +46,12 @@ RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
                                    "tier is given"),
     "zero-margin": ("warning", "a routing margin of 0 makes a tie between two intents a sure route"),
     "shared-scope-term": ("warning", "a scope term is in two scopes, so it votes for both horizons"),
+    "everyday-term": ("warning", "a clinical or vocabulary term is one of its language's commonest words, so "
+                                 "most questions in that language hold it"),
 }
+EVERYDAY_TERM_RANKS: Final = 100
+"""A one-word term among its language's this many commonest words ("a", "the", "my", "is", "de")
+is in nearly every question of that language: as a clinical term it reads each one as clinical."""
 
 
 @dataclass(frozen=True)
@@ -66,12 +71,12 @@ class Finding:
 
 def lint_policy(policy: Policy) -> list[Finding]:
     """Every finding, rule by rule in the order of `RULES`."""
-    keys = _term_keys(policy)
-    lint = _Lint(keys, {intent: _Stemmed(ks) for intent, ks in keys.items()}, _Nested(keys))
+    keys = term_keys(policy)
+    lint = _Lint(keys, {intent: Stemmed(ks) for intent, ks in keys.items()}, Nested(keys))
     return [*_exclude_conflicts(policy, lint), *_shared_terms(lint), *_unrequested(policy),
             *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
             *_no_unmatched_set(policy), *_missing_clinical_languages(policy), *_no_default_tier(policy),
-            *_zero_margin(policy), *_shared_scope_terms(policy)]
+            *_zero_margin(policy), *_shared_scope_terms(policy), *_everyday_terms(policy)]
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
@@ -82,132 +87,17 @@ def _finding(code: RuleCode, path: str, message: str) -> Finding:
     return Finding(code, RULES[code][0], path, message)
 
 
-# --- how routing sees each term ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Key:
-    intent: str
-    language: str
-    term: str
-    weight: float
-    mode: str
-    """`stemmed:<algorithm>`, `substring` or `prefix`: only keys of one mode can meet."""
-    match: tuple[str, ...]
-
-    def relation(self, other: _Key) -> Literal["same", "covers", None]:
-        if self.mode != other.mode:
-            return None
-        if self.match == other.match:
-            return "same"
-        a, b = self.match, other.match
-        if self.mode == "substring":
-            return "covers" if a[0] in b[0] or b[0] in a[0] else None
-        if self.mode == "prefix":
-            return "covers" if a[0].startswith(b[0]) or b[0].startswith(a[0]) else None
-        short, long = (a, b) if len(a) <= len(b) else (b, a)
-        n = len(short)
-        return "covers" if any(long[i:i + n] == short for i in range(len(long) - n + 1)) else None
-
-    def show(self) -> str:
-        return f"{self.intent} {self.language} {self.term!r}"
-
-
-def _term_keys(policy: Policy) -> dict[str, list[_Key]]:
-    """Each intent's terms as routing matches them (`matching.filed_under`)."""
-    out: dict[str, list[_Key]] = {}
-    for intent, by_language in policy.vocabulary.items():
-        keys = out.setdefault(intent, [])
-        for language, terms in by_language.items():
-            for term, weight in terms.items():
-                keys += [_Key(intent, language, term, weight, f"stemmed:{algorithm}" if kind == "stemmed" else kind,
-                              key) for kind, algorithm, key in dict.fromkeys(filed_under(term, language))]
-    return out
-
-
-class _Nested:
-    """For every substring (Han/Kana) and prefix (Hangul) key, the keys of the same mode that it
-    contains or is contained in, found by looking up each key's own substrings (prefixes) in one
-    index of every key: comparing every key with every other is quadratic, and 20,000 Han terms
-    took 50 s to lint that way."""
-
-    def __init__(self, keys: Mapping[str, list[_Key]]) -> None:
-        by_match: dict[tuple[str, str], list[int]] = {}
-        self.keys: list[_Key] = [k for ks in keys.values() for k in ks if not k.mode.startswith("stemmed:")]
-        for n, k in enumerate(self.keys):
-            by_match.setdefault((k.mode, k.match[0]), []).append(n)
-        self.related: dict[int, set[int]] = {n: set() for n in range(len(self.keys))}
-        """key number -> every other key number it is the same as, contains or is contained in"""
-        for n, k in enumerate(self.keys):
-            text = k.match[0]
-            parts = ({text[i:j] for i in range(len(text)) for j in range(i + 1, len(text) + 1)}
-                     if k.mode == "substring" else {text[:j] for j in range(1, len(text) + 1)})
-            for part in parts:
-                for m in by_match.get((k.mode, part), ()):
-                    if m != n:
-                        self.related[n].add(m)
-                        self.related[m].add(n)
-        self.number = {id(k): n for n, k in enumerate(self.keys)}
-
-
-class _Stemmed:
-    """One intent's stemmed keys indexed by phrase and by every part of a phrase, built once."""
-
-    def __init__(self, keys: list[_Key]) -> None:
-        self.by_match: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        self.by_part: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        self.number: dict[int, int] = {}
-        for j, y in enumerate(keys):
-            if y.mode.startswith("stemmed:"):
-                self.by_match.setdefault((y.mode, y.match), []).append(j)
-                for part in _sub_phrases(y.match):
-                    self.by_part.setdefault((y.mode, part), []).append(j)
-            else:
-                self.number[id(y)] = j
-
-
-def _pairs(a: list[_Key], b: list[_Key], index: _Stemmed, *, covering: bool,
-           nested: _Nested) -> Iterator[tuple[_Key, _Key]]:
-    """Every (x, y) with x in `a`, y in `b` (indexed by `index`) that are the same (or, `covering`,
-    one covers the other), in `a`'s then `b`'s order, lazily: a reader that needs a few stops
-    early. Stemmed phrases are looked up by their sub-phrases, substrings and prefixes in `nested`,
-    rather than compared pair by pair, so a policy at the term limit lints in about a second."""
-    wanted = ("same", "covers") if covering else ("same",)
-    for x in a:
-        if x.mode.startswith("stemmed:"):
-            found = set(index.by_match.get((x.mode, x.match), ()))
-            if covering:
-                found.update(index.by_part.get((x.mode, x.match), ()))  # y contains x
-                for part in _sub_phrases(x.match):  # x contains y
-                    found.update(index.by_match.get((x.mode, part), ()))
-        else:
-            found = set()
-            for m in nested.related.get(nested.number.get(id(x), -1), ()):
-                j = index.number.get(id(nested.keys[m]))
-                if j is not None and x.relation(b[j]) in wanted:
-                    found.add(j)
-        for j in sorted(found):
-            yield x, b[j]
-
-
-@lru_cache(maxsize=100_000)
-def _sub_phrases(phrase: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
-    """Every contiguous part of `phrase`, itself included."""
-    n = len(phrase)
-    return frozenset(phrase[i:k] for i in range(n) for k in range(i + 1, n + 1))
-
-
 # --- the rules ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class _Lint:
-    keys: Mapping[str, list[_Key]]
-    stemmed: Mapping[str, _Stemmed]
-    nested: _Nested
+    keys: Mapping[str, list[TermKey]]
+    stemmed: Mapping[str, Stemmed]
+    nested: Nested
 
-    def pairs(self, a: str, b: str, *, covering: bool) -> Iterator[tuple[_Key, _Key]]:
-        return _pairs(self.keys.get(a, []), self.keys.get(b, []), self.stemmed.get(b) or _Stemmed([]),
+    def pairs(self, a: str, b: str, *, covering: bool) -> Iterator[tuple[TermKey, TermKey]]:
+        return pairs(self.keys.get(a, []), self.keys.get(b, []), self.stemmed.get(b) or Stemmed([]),
                       covering=covering, nested=self.nested)
 
 
@@ -217,7 +107,7 @@ finding says the rest were not listed, instead of a listing that takes longer th
 
 
 def _exclude_conflicts(policy: Policy, lint: _Lint) -> Iterable[Finding]:
-    pairs: dict[tuple[str, str], list[tuple[_Key, _Key]]] = {}
+    pairs: dict[tuple[str, str], list[tuple[TermKey, TermKey]]] = {}
     for intent in INTENTS:
         for i, fragment in enumerate(policy.intent(intent).exclude):
             for other in INTENTS:
@@ -375,3 +265,32 @@ def _shared_scope_terms(policy: Policy) -> Iterable[Finding]:
                 if other != scope:
                     yield _finding("shared-scope-term", f"scopes.{scope}.terms.{lang}",
                                    f"{term!r} is a {other} term too: it votes for both horizons; keep it in one")
+
+
+def _everyday_terms(policy: Policy) -> Iterable[Finding]:
+    """A clinical term "a" made every English question clinical: a referral on every reply, the
+    injury line kept everywhere, and `check-policy` said ok (an adversarial pass)."""
+    def rank(term: str, lang: str) -> int | None:
+        commonest = everyday_words().get(lang, ())[:EVERYDAY_TERM_RANKS]
+        word = term.strip().casefold()
+        return commonest.index(word) + 1 if word in commonest else None
+
+    for lang, terms in policy.clinical_terms.items():
+        for term in terms:
+            if (r := rank(term, lang)) is not None:
+                yield _finding("everyday-term", f"clinical_terms.{lang}",
+                               f"{term!r} is the {_ordinal(r)} commonest {lang} word: most {lang} questions hold it whatever they ask, "
+                               "so each is read as clinical (a referral on every reply, readiness_injury "
+                               "always kept); name the pain, injury or illness instead")
+    for intent, by_lang in policy.vocabulary.items():
+        for lang, weights in by_lang.items():
+            for term, weight in weights.items():
+                if (r := rank(term, lang)) is not None:
+                    yield _finding("everyday-term", f"vocabulary.{intent}.{lang}.{term}",
+                                   f"{term!r} is the {_ordinal(r)} commonest {lang} word: most {lang} questions hold "
+                                   f"it whatever they ask, and score {intent} {weight:g} for it; use a phrase with "
+                                   "it, or a word that names the topic")
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"

@@ -152,6 +152,21 @@ class TestEachRule:
         assert [(f.code, f.severity, f.path) for f in found] == [("missing-language", "warning", "vocabulary.general")]
         assert found[0].message.startswith("general has no terms in es (used by other intents)")
 
+    def test_a_clinical_term_that_is_an_everyday_word(self, small: Policy) -> None:
+        # "a" as a clinical term read every English question as clinical (adversarial pass); lint said nothing
+        found = lint_edit(small, lambda d: d["clinical_terms"]["en"].append("A "))
+        assert [(f.code, f.severity, f.path) for f in found] == [("everyday-term", "warning", "clinical_terms.en")]
+        assert found[0].message.startswith("'A ' is the 5th commonest en word: most en questions hold it whatever "
+                                           "they ask, so each is read as clinical")
+
+    def test_a_vocabulary_term_that_is_an_everyday_word(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["vocabulary"]["nutrition"]["es"].update({"de": 1.0, "de agua": 1.0}))
+        assert [(f.code, f.path) for f in found] == [("everyday-term", "vocabulary.nutrition.es.de")]
+        assert "most es questions hold it whatever they ask, and score nutrition 1 for it" in found[0].message
+
+    def test_a_rarer_word_is_no_everyday_term(self, small: Policy) -> None:
+        assert lint_edit(small, lambda d: d["clinical_terms"]["en"].append("headache")) == []
+
 
 class TestCraftedPolicy:
     def test_every_rule_fires(self) -> None:
