@@ -26,13 +26,16 @@ from bench.measure import QualityRow
 from bench.workload import ROOT, Row, dev_rows
 
 CORPUS: Final = ROOT / "corpus"
-SPLITS: Final = ("tune", "test", "holdout", "holdout2", "holdout3_tune", "holdout3_test")
+SPLITS: Final = ("tune", "test", "holdout", "holdout2", "holdout3_tune", "holdout3_test", "holdout4_tune",
+                 "holdout4_test")
 BASELINE_SPLITS: Final = ("tune", "test", "holdout", "holdout2")
 """The sets written before the baseline was recorded: the third hold-out set came later, and the
 baseline commit's prompt sizes are not recomputed (that commit's tree read today's fixtures)."""
 """The corpus halves, the hold-out set written after the vocabulary work of 2026-12-03
 (corpus/holdout.yaml, read on 2026-12-04 and tuning data since), and the one written on 2026-12-04
-(corpus/holdout2.yaml, only measured)."""
+(corpus/holdout2.yaml, only measured), and the two written later, each cut in halves before any row
+was read (corpus/holdout3_*.yaml on 2026-12-07, corpus/holdout4_*.yaml on 2026-12-08): only their
+tune halves' misses may be read."""
 BASELINE_FILE: Final = CORPUS / "baseline_prompt_tokens.json"
 BASELINE_COMMIT: Final = "27f603f"
 """The last commit before issue 8's engine changes (3583162)."""

@@ -43,6 +43,9 @@ HOLDOUT2: Final = RAW / "holdout2"
 HOLDOUT3: Final = RAW / "holdout3"
 HOLDOUT3_SEED: Final = 20261210
 """The third hold-out set is cut in halves by this seed, per language, before any of it was read."""
+HOLDOUT4: Final = RAW / "holdout4"
+HOLDOUT4_SEED: Final = 20261211
+"""The fourth, likewise."""
 SEED: Final = 20261203
 TUNE_SHARE: Final = 0.6
 INTENTS: Final = ("training", "injury", "recovery", "nutrition", "conditions", "general")
@@ -125,6 +128,26 @@ HOLDOUT3_HEADER: Final = """\
 # question alone (corpus/raw/holdout3/labeller_prompt.txt, one writer's rows each); a fourth ruled
 # on the 9 rows the two labellings could not be merged on. Every disagreement is in
 # corpus/holdout3_disagreements.jsonl. Cut in halves per language by the seed {seed} before any row
+# was read. {purpose}
+#
+# Judged against the sample athlete "maya" (all four services healthy), like dev.yaml.
+"""
+HOLDOUT4_HEADER: Final = """\
+# The fourth hold-out set, {split} half ({n} rows, {langs} languages). Made by corpus/make_corpus.py: do
+# not edit by hand; edit corpus/raw/holdout4/ and rerun it.
+#
+# Written on 2026-12-08, after every vocabulary and rule change until then: three more helper
+# sessions, each a different kind of athlete (h4a 23-year-old semi-professional footballer between
+# Lagos, London and Madrid, in slang and emoji; h4b 46-year-old ultra-trail runner and mountain biker
+# in the Alps who switches languages mid-sentence; h4c 31-year-old nurse on rotating shifts, swimmer
+# and triathlete with iron deficiency and migraines), 30 chat-style English questions and 8 in each
+# of 21 other languages, in rambling, mostly-emoji, all-caps, censored-swearing, acronym, formal,
+# past-injury-as-background, negated, pain-inside-another-question, third-person, one-word and
+# romanised styles; briefed with corpus/raw/holdout4/writer_prompt.txt and never shown the policy,
+# its vocabulary, the code or any other corpus file. Three more helpers labelled the rows from the
+# question alone (corpus/raw/holdout4/labeller_prompt.txt, one writer's rows each); a fourth ruled
+# on the rows the two labellings could not be merged on. Every disagreement is in
+# corpus/holdout4_disagreements.jsonl. Cut in halves per language by the seed {seed} before any row
 # was read. {purpose}
 #
 # Judged against the sample athlete "maya" (all four services healthy), like dev.yaml.
@@ -295,13 +318,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "questions:\n" + "".join(_yaml_row(r) + "\n" for r in holdout)
         files[HERE / f"{name}_disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n"
                                                               for d in holdout_disagreements)
-    holdout3, holdout3_disagreements = build_holdout(HOLDOUT3)
-    for name, rows in split(holdout3, HOLDOUT3_SEED, 0.5).items():
-        header = HOLDOUT3_HEADER.format(split=name, n=len(rows), langs=len({r["lang"] for r in rows}),
-                                        seed=HOLDOUT3_SEED, purpose=HOLDOUT3_PURPOSE[name])
-        files[HERE / f"holdout3_{name}.yaml"] = header + "questions:\n" + "".join(_yaml_row(r) + "\n" for r in rows)
-    files[HERE / "holdout3_disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n"
-                                                           for d in holdout3_disagreements)
+    for name, raw, seed, header in (("holdout3", HOLDOUT3, HOLDOUT3_SEED, HOLDOUT3_HEADER),
+                                    ("holdout4", HOLDOUT4, HOLDOUT4_SEED, HOLDOUT4_HEADER)):
+        holdout, holdout_disagreements = build_holdout(raw)
+        for half, rows in split(holdout, seed, 0.5).items():
+            text = header.format(split=half, n=len(rows), langs=len({r["lang"] for r in rows}), seed=seed,
+                                 purpose=HOLDOUT3_PURPOSE[half])
+            files[HERE / f"{name}_{half}.yaml"] = text + "questions:\n" + "".join(_yaml_row(r) + "\n" for r in rows)
+        files[HERE / f"{name}_disagreements.jsonl"] = "".join(json.dumps(d, ensure_ascii=False) + "\n"
+                                                              for d in holdout_disagreements)
     if args.check:
         stale = [p.name for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
         if stale:

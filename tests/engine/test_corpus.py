@@ -68,6 +68,17 @@ HOLDOUT3_MIN_NEEDS_RECALL = 0.97
 HOLDOUT3_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
 HOLDOUT3_MIN_INJURY_KEPT = 0.96
 
+# The fourth (corpus/holdout4_*.yaml) was written on 2026-12-08 after every change until then, in
+# more styles (rambling, mostly emoji, all caps, censored swearing, acronyms, formal, past injury as
+# background), 8 rows in each language besides English, and cut in halves before any row was read.
+# First measured, before any change made for it: tune half route 88.2%, needs 97.4%, in-domain
+# matching nothing 3.4%, readiness_injury kept on 81 of 83 rows that need it; test half 89.9% /
+# 94.9% / 3.6%, 81 of 84. Floors there; only raised.
+HOLDOUT4_MIN_ROUTE_ACCURACY = 0.88
+HOLDOUT4_MIN_NEEDS_RECALL = 0.94
+HOLDOUT4_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.04
+HOLDOUT4_MIN_INJURY_KEPT = 0.96
+
 REQUIRED_LANGUAGES = ("nl", "pl", "tr", "sv", "da", "no", "fi", "el", "ar", "hi", "id", "vi")
 
 
@@ -146,6 +157,8 @@ class TestQualityWhereNobodyTuned:
         ("holdout2", (HOLDOUT2_MIN_ROUTE_ACCURACY, HOLDOUT2_MIN_NEEDS_RECALL, HOLDOUT2_MAX_MATCHED_NOTHING_IN_DOMAIN)),
         *[(half, (HOLDOUT3_MIN_ROUTE_ACCURACY, HOLDOUT3_MIN_NEEDS_RECALL, HOLDOUT3_MAX_MATCHED_NOTHING_IN_DOMAIN))
           for half in ("holdout3_tune", "holdout3_test")],
+        *[(half, (HOLDOUT4_MIN_ROUTE_ACCURACY, HOLDOUT4_MIN_NEEDS_RECALL, HOLDOUT4_MAX_MATCHED_NOTHING_IN_DOMAIN))
+          for half in ("holdout4_tune", "holdout4_test")],
     ])
     def test_the_hold_out_sets_meet_their_floors(self, decided: dict[str, list], split: str,  # type: ignore[type-arg]
                                                  floors: tuple[float, float, float],
@@ -164,14 +177,17 @@ class TestQualityWhereNobodyTuned:
 
 
 class TestTheHoldOutSets:
-    @pytest.mark.parametrize("split", ["holdout3_tune", "holdout3_test"])
+    @pytest.mark.parametrize(("split", "floor"), [("holdout3_tune", HOLDOUT3_MIN_INJURY_KEPT),
+                                                  ("holdout3_test", HOLDOUT3_MIN_INJURY_KEPT),
+                                                  ("holdout4_tune", HOLDOUT4_MIN_INJURY_KEPT),
+                                                  ("holdout4_test", HOLDOUT4_MIN_INJURY_KEPT)])
     def test_a_question_with_pain_in_it_keeps_the_injury_fragment(self, policy: Policy, bundles: dict[str, Bundle],
-                                                                  split: str) -> None:
+                                                                  split: str, floor: float) -> None:
         needing = [r for r in corpus_rows(split) if "readiness_injury" in r.needs]
         kept = sum("readiness_injury" in select(r.q, bundles["maya"], policy).selected for r in needing)
         assert len(needing) >= 50
         # figures only: the rows are never shown
-        assert kept / len(needing) >= HOLDOUT3_MIN_INJURY_KEPT, f"{split}: {kept} of {len(needing)}"
+        assert kept / len(needing) >= floor, f"{split}: {kept} of {len(needing)}"
 
     @pytest.mark.parametrize("split", ["holdout", "holdout2"])
     def test_size_languages_and_labels(self, split: str) -> None:
@@ -183,11 +199,12 @@ class TestTheHoldOutSets:
             assert set(row.needs) <= set(FRAGMENT_NAMES) and len(row.needs) <= 3, row
             assert row.needs or "general" in row.intents, row
 
-    def test_the_third_set_is_two_halves_of_every_language(self) -> None:
-        tune, test = corpus_rows("holdout3_tune"), corpus_rows("holdout3_test")
+    @pytest.mark.parametrize(("name", "english"), [("holdout3", 180), ("holdout4", 90)])
+    def test_the_later_sets_are_two_halves_of_every_language(self, name: str, english: int) -> None:
+        tune, test = corpus_rows(f"{name}_tune"), corpus_rows(f"{name}_test")
         rows = tune + test
         per_language = Counter(r.lang for r in rows)
-        assert len(rows) >= 490 and len(per_language) == 22 and per_language["en"] >= 180
+        assert len(rows) >= 490 and len(per_language) == 22 and per_language["en"] >= english
         # writers independently type the same short thing ("what now", the brief's own example)
         assert len({r.q for r in tune} & {r.q for r in test}) <= 2
         assert {r.lang for r in tune} == {r.lang for r in test}
@@ -195,7 +212,8 @@ class TestTheHoldOutSets:
             assert row.intents and set(row.intents) <= set(INTENTS), row
             assert set(row.needs) <= set(FRAGMENT_NAMES) and len(row.needs) <= 3, row
 
-    @pytest.mark.parametrize("split", ["holdout", "holdout2", "holdout3_tune", "holdout3_test"])
+    @pytest.mark.parametrize("split", ["holdout", "holdout2", "holdout3_tune", "holdout3_test", "holdout4_tune",
+                                       "holdout4_test"])
     def test_it_is_mostly_questions_the_corpus_halves_do_not_have(self, split: str) -> None:
         # writers independently type the same short things ("hey", "what should i do today")
         halves = {r.q for r in corpus_rows("tune") + corpus_rows("test")}
