@@ -73,7 +73,7 @@ def lint_policy(policy: Policy) -> list[Finding]:
     """Every finding, rule by rule in the order of `RULES`."""
     keys = term_keys(policy)
     lint = _Lint(keys, {intent: Stemmed(ks) for intent, ks in keys.items()}, Nested(keys))
-    return [*_exclude_conflicts(policy, lint), *_shared_terms(lint), *_unrequested(policy),
+    return [*_exclude_conflicts(policy, lint), *_shared_terms(policy, lint), *_unrequested(policy),
             *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
             *_no_unmatched_set(policy), *_missing_clinical_languages(policy), *_no_default_tier(policy),
             *_zero_margin(policy), *_shared_scope_terms(policy), *_everyday_terms(policy)]
@@ -127,13 +127,18 @@ def _exclude_conflicts(policy: Policy, lint: _Lint) -> Iterable[Finding]:
                                f"exclusion) and the exclude only acts on questions without {other}'s terms")
 
 
-def _shared_terms(lint: _Lint) -> Iterable[Finding]:
+def _shared_terms(policy: Policy, lint: _Lint) -> Iterable[Finding]:
+    """A clinical term of `injury` that another intent has too is shared on purpose: an illness
+    ("flu", "Fieber") is a recovery question and a clinical one, and the tie it makes sends the
+    question to the model, or to both intents' primaries, rather than to one of them."""
     seen: set[tuple[str, str, str, str]] = set()
+    clinical = {(lang, t.casefold()) for lang, ts in policy.clinical_terms.items() for t in ts}
     for i, intent in enumerate(INTENTS):
         for other in INTENTS[i + 1:]:
             for x, y in lint.pairs(intent, other, covering=False):
                 pair = (x.intent, x.term, y.intent, y.term)
-                if pair in seen:
+                mine = x if x.intent == "injury" else y if y.intent == "injury" else None
+                if pair in seen or (mine is not None and (mine.language, mine.term.casefold()) in clinical):
                     continue
                 if len(seen) == MAX_SHARED_TERM_FINDINGS:
                     yield _finding("shared-term", "vocabulary",

@@ -73,8 +73,9 @@ HOLDOUT3_MIN_INJURY_KEPT = 0.96
 # background), 8 rows in each language besides English, and cut in halves before any row was read.
 # First measured, before any change made for it: tune half route 88.2%, needs 97.4%, in-domain
 # matching nothing 3.4%, readiness_injury kept on 81 of 83 rows that need it; test half 89.9% /
-# 94.9% / 3.6%, 81 of 84. Floors there; only raised.
-HOLDOUT4_MIN_ROUTE_ACCURACY = 0.88
+# 94.9% / 3.6%, 81 of 84. After the illness terms joined injury (a tie with recovery): route 90.2% and
+# 90.9%, the rest the same. Floors there; only raised.
+HOLDOUT4_MIN_ROUTE_ACCURACY = 0.90
 HOLDOUT4_MIN_NEEDS_RECALL = 0.94
 HOLDOUT4_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.04
 HOLDOUT4_MIN_INJURY_KEPT = 0.96

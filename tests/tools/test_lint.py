@@ -152,6 +152,14 @@ class TestEachRule:
         assert [(f.code, f.severity, f.path) for f in found] == [("missing-language", "warning", "vocabulary.general")]
         assert found[0].message.startswith("general has no terms in es (used by other intents)")
 
+    def test_a_clinical_term_of_injury_shared_with_recovery_is_on_purpose(self, small: Policy) -> None:
+        def change(d: dict[str, Any]) -> None:
+            d["vocabulary"]["recovery"]["en"]["fever"] = 1.0
+            d["vocabulary"]["injury"]["en"]["fever"] = 1.0
+        assert [f.code for f in lint_edit(small, change)] == ["shared-term"]  # not yet a clinical term
+        found = lint_edit(small, lambda d: (change(d), d["clinical_terms"]["en"].append("fever")))
+        assert found == []
+
     def test_a_clinical_term_that_is_an_everyday_word(self, small: Policy) -> None:
         # "a" as a clinical term read every English question as clinical (adversarial pass); lint said nothing
         found = lint_edit(small, lambda d: d["clinical_terms"]["en"].append("A "))
