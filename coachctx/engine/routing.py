@@ -18,7 +18,7 @@ from coachctx.engine.matching import TermMatcher, vocabulary_in
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.text import Tokens, tokenise
 from coachctx.errors import InputError
-from coachctx.reading import clip
+from coachctx.reading import clip, valid_text
 
 RouteSource = Literal["rules", "model", "fallback"]
 FallbackReason = Literal["no_model_configured", "model_error", "model_timeout", "invalid_label", "no_match"]
@@ -94,7 +94,8 @@ def sound_answer(answer: object, measured_ms: float) -> ModelAnswer:
     """A classifier's answer as a Decision can hold it, whatever a classifier of the caller's own
     returned: a ModelAnswer (anything else is an error naming its type), text or None where text
     is expected (a number or bytes as the answer is an error, not a crash), a finite latency (else
-    the one measured) and the answer and error clipped (a 10 MB answer made a trace replay refuses)."""
+    the one measured), lone surrogates read as U+FFFD and the answer and error clipped (a 10 MB
+    answer made a trace replay refuses)."""
     if not isinstance(answer, ModelAnswer):
         return ModelAnswer(raw=None, latency_ms=measured_ms,
                            error=f"the classifier returned {type(answer).__name__}, not a ModelAnswer")
@@ -104,9 +105,11 @@ def sound_answer(answer: object, measured_ms: float) -> ModelAnswer:
     if raw is not None and not isinstance(raw, str):
         raw, error = None, error or f"the classifier answered a {type(raw).__name__}, not text"
     finite = isinstance(latency, int | float) and not isinstance(latency, bool) and math.isfinite(latency)
-    return ModelAnswer(raw=None if raw is None else clip(raw, MAX_ANSWER_CHARS),
+    # a lone surrogate (a JSON "\udc80" escape) read as U+FFFD, as a trace writes it: else the
+    # reason quoting the answer is recorded one way and replayed another
+    return ModelAnswer(raw=None if raw is None else clip(valid_text(raw), MAX_ANSWER_CHARS),
                        latency_ms=float(latency) if finite and latency >= 0 else measured_ms,
-                       error=None if error is None else clip(error, MAX_ANSWER_CHARS),
+                       error=None if error is None else clip(valid_text(error), MAX_ANSWER_CHARS),
                        timed_out=answer.timed_out is True)
 
 

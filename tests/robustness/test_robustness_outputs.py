@@ -108,7 +108,7 @@ class TestAnyText:
         doc["decision"]["question"] = "knee pain"  # the recorded decision differs in its question
         (tmp_path / "t.json").write_text(json.dumps(doc), encoding="utf-8")
         again = cli("replay", str(tmp_path / "t.json"))
-        assert again.code == 0 and "difference(s)" in again.out
+        assert again.code == 1 and "difference(s)" in again.out  # differs: exit 1
         assert "\x1b" not in again.out and "\u202e" not in again.out
 
     @TIMEOUT
@@ -161,12 +161,14 @@ class TestAnyText:
             assert (r.code, r.err) == (0, "")
             model = r.json()["intent"]["model"]
             assert r.json()["intent"]["fallback_reason"] == "invalid_label"
-            assert model["raw"] == f"inj{LONE}ury"
+            # read as U+FFFD, as the trace writes it, so the replay below is exact (it was not)
+            assert model["raw"] == "inj\ufffdury"
             plain = cli("explain", UNSURE, "--athlete", "maya")
-            assert plain.code == 0 and "inj\\udc80ury" in plain.out
+            assert plain.code == 0 and "inj\ufffdury" in plain.out
         finally:
             server.stop()
-        assert cli("replay", str(tmp_path / "t.json")).code == 0
+        again = cli("replay", str(tmp_path / "t.json"))
+        assert again.code == 0, again.out
 
 
     @TIMEOUT
