@@ -11,7 +11,7 @@ import pytest
 
 from coachctx.cli import main
 from coachctx.engine.pipeline import select
-from coachctx.engine.policy import Policy, load_policy, validate_policy
+from coachctx.engine.policy import MAX_TERMS, Policy, load_policy, validate_policy
 from coachctx.engine.services import FixtureUpstream, fetch_bundle
 from coachctx.tools.lint import RULES, Finding, errors, lint_policy
 
@@ -196,7 +196,7 @@ class TestCraftedPolicy:
 
     def test_a_quiet_policy_prints_only_ok(self, capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["check-policy", str(SMALL)]) == 0
-        assert capsys.readouterr().out == f"{SMALL}: ok (digest adf297fda308; 6 intents, 28 vocabulary terms, 37 of at most 30,000 terms in all)\n"
+        assert capsys.readouterr().out == f"{SMALL}: ok (digest adf297fda308; 6 intents, 28 vocabulary terms, 37 of at most {MAX_TERMS:,} terms in all)\n"
 
 
 class TestDefaultPolicy:
