@@ -61,8 +61,8 @@ class TestTheEngineStandsAlone:
 
     def test_term_matching_is_a_package_of_its_concerns(self) -> None:
         names = {p.stem for p in (PACKAGE / "engine" / "matching").glob("*.py")}
-        assert names == {"__init__", "terms", "stems", "table", "find", "readings", "glued", "language", "policy_terms",
-                         "unread"}
+        assert names == {"__init__", "terms", "stems", "starts", "table", "find", "readings", "glued", "language",
+                         "policy_terms", "unread"}
 
     @pytest.mark.parametrize("path", ENGINE_FILES, ids=lambda p: str(p.relative_to(PACKAGE)))
     def test_an_engine_module_imports_nothing_from_tools_cli_playground_or_model(self, path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from engine_support import MINI_VOCABULARY, PAIN, StubClassifier, derive_policy, with_vocabulary
 
 from coachctx.engine.matching import clinical_terms_in, infer_scope
+from coachctx.engine.pipeline import select
 from coachctx.engine.policy import INTENTS, Policy
 from coachctx.engine.routing import (
     ModelAnswer,
@@ -21,6 +22,7 @@ from coachctx.engine.routing import (
     route,
     score,
 )
+from coachctx.engine.services import Bundle
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +110,23 @@ class TestScore:
         # Korean particles attach to the end of a word: 무릎이 is 무릎 + the subject particle
         assert score("무릎이 아프다", mini).matched["injury"] == (("무릎", 1.0), ("아프", 1.0))
         assert score("무릎", mini).scores["injury"] == 1.0
+
+    def test_a_korean_phrase_meets_each_word_as_a_beginning(self, policy: Policy, maya: Bundle) -> None:
+        """A phrase of Hangul words ("감기 걸": catch a cold) matched only words written exactly so, so
+        no real sentence met it ("감기 걸렸어": I caught a cold); an adversarial pass found 8 of 10 such
+        reports of illness losing the injury line. Each word of the phrase is now a beginning, as a
+        one-word Korean term is, and the longest beginning a phrase goes on with is taken."""
+        table = {"recovery": {"ko": {"감기 걸": 1.0, "담 걸렸": 1.0, "몸이 안 좋": 1.0}}}
+        p = with_vocabulary(policy, table)
+        assert score("감기 걸렸어 오늘 운동해도 돼?", p).matched["recovery"] == (("감기 걸", 1.0),)
+        assert score("담 걸렸어요", p).matched["recovery"] == (("담 걸렸", 1.0),)
+        assert score("몸이 안 좋아요", p).matched["recovery"] == (("몸이 안 좋", 1.0),)
+        assert score("감기약 걸렸어", p).scores["recovery"] == 1.0  # the first word a beginning too
+        assert score("걸렸어 감기", p).scores["recovery"] == 0.0  # in the phrase's order only
+        assert score("몸이 좋아요", p).scores["recovery"] == 0.0  # every word of the phrase
+        for q in ("감기 걸렸어, 오늘 운동해도 돼?", "몸이 안 좋아요, 오늘 달리기 해도 돼?", "혈압이 높은데 인터벌 해도 돼?",
+                  "벌에 쏘였는데 오늘 달려도 돼?", "주사 맞았는데 오늘 운동해도 돼?", "속이 안 좋은데 인터벌 해도 돼?"):
+            assert "readiness_injury" in select(q, maya, policy).selected, q
 
     def test_korean_run_together_without_spaces_still_matches(self, mini: Policy) -> None:
         # chat often drops Korean's spaces: a term of two syllables or more is found inside the word too

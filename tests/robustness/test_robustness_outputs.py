@@ -167,8 +167,7 @@ class TestAnyText:
             assert plain.code == 0 and "inj\ufffdury" in plain.out
         finally:
             server.stop()
-        again = cli("replay", str(tmp_path / "t.json"))
-        assert again.code == 0, again.out
+        assert (again := cli("replay", str(tmp_path / "t.json"))).code == 0, again.out
 
 
     @TIMEOUT

@@ -18,72 +18,13 @@ from coachctx.engine.matching.readings import (
     may_be_compound,
     may_have_readings,
 )
-from coachctx.engine.matching.stems import COMPOUNDING, stem_columns, word_stems
-from coachctx.engine.matching.terms import Term, prefix_terms
+from coachctx.engine.matching.starts import Start
+from coachctx.engine.matching.stems import COMPOUNDING, stem_columns
+from coachctx.engine.matching.terms import Term, hangul_key, hangul_next, prefix_terms
 from coachctx.engine.text import Tokens, stem
 
 if TYPE_CHECKING:
     from coachctx.engine.matching.table import TermMatcher
-
-Start = tuple[int, str, tuple[Term, ...], frozenset[str]]
-"""(algorithm index, the stem, the one-word terms, the stems that follow it in the table's longer
-phrases: none when no longer phrase starts here)"""
-
-
-class PhraseStarts:
-    """Which phrases of a table a question word can start, memoised per word. `stemmed` is the
-    table's algorithm -> stemmed phrase -> terms, `firsts` its algorithm -> every stem that starts
-    a phrase."""
-
-    def __init__(self, stemmed: Mapping[str, Mapping[tuple[str, ...], tuple[Term, ...]]],
-                 firsts: Mapping[str, frozenset[str]]) -> None:
-        self.stemmed, self.firsts = stemmed, firsts
-        self.algorithms = tuple(stemmed)
-        self.heads = {a: frozenset(p[:n] for p in phrases for n in range(1, len(p))) for a, phrases in stemmed.items()}
-        """algorithm -> every proper beginning of a phrase: a longer phrase is tried only after one."""
-        self.seen: dict[str, tuple[Start, ...]] = {}
-        self._by_stem: dict[str, tuple[Start, ...]] = {}
-        """stem -> a `Start` for every algorithm under which that stem starts a phrase; built on first use."""
-
-    def forget(self) -> None:
-        """Empty the per-word memo: the state of a table that has never seen a question."""
-        self.seen.clear()
-
-    def of(self, word: str) -> tuple[Start, ...]:
-        """A `Start` for every algorithm under which this word's stem starts some phrase: one lookup
-        per distinct stem of the word (`word_stems`, shared by every matcher), instead of one per
-        algorithm."""
-        starts = self.seen.get(word)
-        if starts is None:
-            by_stem = self.by_stem()
-            found = [(ai, first, singles, longer)
-                     for first, algorithms in word_stems(word)
-                     for ai, algorithm, singles, longer in by_stem.get(first, ()) if algorithm in algorithms]
-            starts = tuple(sorted(found, key=lambda start: start[0]))
-            if len(self.seen) >= WORD_CACHE_LIMIT:
-                self.seen.clear()
-            self.seen[word] = starts
-        return starts
-
-    def by_stem(self) -> Mapping[str, tuple[tuple[int, str, tuple[Term, ...], frozenset[str]], ...]]:
-        """Stem -> (algorithm index, algorithm, the one-word terms, the stems that can follow) for
-        every algorithm under which that stem starts a phrase."""
-        return self._by_stem or self._index_stems()
-
-    def _index_stems(self) -> dict[str, tuple[Start, ...]]:
-        by_stem: dict[str, list[tuple[int, str, tuple[Term, ...], frozenset[str]]]] = {}
-        for ai, algorithm in enumerate(self.algorithms):
-            phrases = self.stemmed[algorithm]
-            seconds: dict[str, set[str]] = {}
-            for phrase in phrases:
-                if len(phrase) > 1:
-                    seconds.setdefault(phrase[0], set()).add(phrase[1])
-            for first in self.firsts[algorithm]:
-                by_stem.setdefault(first, []).append(
-                    (ai, algorithm, phrases.get((first,), ()), frozenset(seconds.get(first, ()))))
-        self._by_stem.update({first: tuple(entries) for first, entries in by_stem.items()})
-        return self._by_stem
-
 
 Follow = Callable[[int, str], "str | None"]
 """(a position in the question, an algorithm) -> that word's stem there, or None when no phrase of
@@ -177,6 +118,9 @@ class SharedWords:
             follow = follows.get(word)
             follow_map, goes_on = (_NO_FOLLOWS, _NO_PAIRS) if follow is None else \
                 (MappingProxyType(follow), frozenset(follow.items()))
+            if "prefix" in follow_map:  # a Korean word goes on a phrase with any beginning a phrase holds
+                later = self.later["prefix"]
+                goes_on |= {("prefix", word[:k]) for k in range(1, len(word)) if word[:k] in later}
             if here is None and not readable and not prefixed:
                 looked[word] = NOTHING if follow is None else Looked((), follow_map, goes_on)
                 continue
@@ -219,18 +163,24 @@ class SharedWords:
         tables = range(len(self.matchers))
         for group, by_algorithm in stem_columns(words, self.index):
             for algorithm, stems in by_algorithm.items():
+                later, index = self.later[algorithm], self.index[algorithm]
+                if algorithm == "prefix":  # Korean words meet a phrase's words as beginnings
+                    pairs = [(w, w[:k]) for w in group for k in range(len(w), 0, -1) if w[:k] in index]
                 # no word of the group starts a phrase under this algorithm, nor goes on with one: the usual case
-                if not self.firsts[algorithm].isdisjoint(stems):
-                    index = self.index[algorithm]
-                    for word, first in zip(group, stems, strict=True):
-                        entries = index.get(first)
-                        if entries:
-                            per_table = found.get(word)
-                            if per_table is None:
-                                per_table = found[word] = [[] for _ in tables]
-                            for t, start in entries:
-                                per_table[t].append(start)
-                later = self.later[algorithm]
+                elif not self.firsts[algorithm].isdisjoint(stems):
+                    pairs = list(zip(group, stems, strict=True))
+                else:
+                    pairs = []
+                for word, first in pairs:
+                    entries = index.get(first)
+                    if entries:
+                        per_table = found.get(word)
+                        if per_table is None:
+                            per_table = found[word] = [[] for _ in tables]
+                        for t, start in entries:
+                            per_table[t].append(start)
+                if algorithm == "prefix":
+                    stems = [hangul_key(w, later) for w in group]
                 if not later.isdisjoint(stems):
                     for word, stemmed in zip(group, stems, strict=True):
                         if stemmed in later:
@@ -306,7 +256,7 @@ def find_terms(matcher: TermMatcher, tokens: Tokens) -> list[Term]:
     starts, unknown = _look_up_words(matcher, words)
     prefixed = [found for w in words if (found := prefix_terms(matcher, w))]
 
-    def follow(j: int, algorithm: str) -> str:
+    def follow(j: int, algorithm: str) -> str:  # a Korean phrase's next word: `_hangul_next`
         return words[j] if algorithm == "prefix" else stem(words[j], algorithm)
 
     return list(_terms_found(matcher, tokens, starts, unknown, prefixed, follow))
@@ -365,7 +315,8 @@ def _add_phrases(matcher: TermMatcher, words: tuple[str, ...], starts: list[tupl
         if not seconds or i == last:
             continue
         algorithm = algorithms[ai]
-        after = follow(i + 1, algorithm)
+        after = follow(i + 1, algorithm) if algorithm != "prefix" else \
+            hangul_next(words[i + 1], lambda key: key in seconds)  # noqa: B023 (called at once)
         if after not in seconds:
             continue  # no longer phrase of the table goes on with the next word: the usual case
         phrases, heads = matcher.stemmed[algorithm], heads_of[algorithm]
@@ -377,7 +328,8 @@ def _add_phrases(matcher: TermMatcher, words: tuple[str, ...], starts: list[tupl
                 evidence.add(entries, i, len(phrase))
             if phrase not in heads or j == last:
                 break  # no longer phrase starts with these words
-            after = follow(j + 1, algorithm)
+            after = follow(j + 1, algorithm) if algorithm != "prefix" else \
+                hangul_next(words[j + 1], lambda key: (*phrase, key) in phrases or (*phrase, key) in heads)  # noqa: B023
             if after is None:
                 break  # no phrase goes on with the next word
 

@@ -10,8 +10,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coachctx.engine.matching.find import PhraseStarts, find_terms
+from coachctx.engine.matching.find import find_terms
 from coachctx.engine.matching.readings import FUZZY_SCRIPTS, SWAPPED_LENGTH, Readings, fuzzy_distance
+from coachctx.engine.matching.starts import PhraseStarts
 from coachctx.engine.matching.terms import Term, filed_under, term_matching
 from coachctx.engine.text import Tokens, script_of, tokenise
 

@@ -5,6 +5,7 @@ its stemmed phrase for a spaced script."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final, Literal
@@ -99,3 +100,21 @@ def prefix_terms(matcher: TermMatcher, word: str) -> tuple[Term, ...]:
         if word[i] in inside and (word[i - 1] in KOREAN_WORD_ENDS or word[:i].endswith(KOREAN_ADVERBS)):
             found += [entry for k in range(2, min(len(word) - i, longest) + 1) for entry in index.get(word[i:i + k], ())]
     return tuple(found)
+
+
+def hangul_key(word: str, keys: frozenset[str]) -> str:
+    """A Korean word as a word of a Hangul phrase: its longest beginning among `keys` (the words the
+    table's phrases hold), else the word. Korean writes endings and particles onto a word ("걸렸어"
+    is 걸 + 렸어), so a phrase ("감기 걸", "몸이 안 좋") meets each of its words as a beginning, as a
+    one-word Hangul term does; matched whole, such a phrase met no sentence (an adversarial pass)."""
+    if keys and "\uac00" <= word[:1] <= "\ud7a3":
+        for k in range(len(word), 0, -1):
+            if word[:k] in keys:
+                return word[:k]
+    return word
+
+
+def hangul_next(word: str, fits: Callable[[str], bool]) -> str | None:
+    """The longest beginning of a Korean word that `fits` the phrase so far ("걸렸어" goes on
+    "감기 걸" as 걸 and "담 걸렸" as 걸렸), or None."""
+    return next((word[:k] for k in range(len(word), 0, -1) if fits(word[:k])), None)
