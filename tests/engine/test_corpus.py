@@ -61,9 +61,10 @@ HOLDOUT2_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.02
 # it: tune half route 91.5%, needs 98.6%, in-domain matching nothing 2.5%; test half 90.7% / 97.0% /
 # 2.8%; readiness_injury kept on 60 of 61 and 53 of 56 rows that need it. After that stop's changes
 # (compound parts in the question's language, 1,172 acute clinical terms, leetspeak and accents):
-# tune 91.9% / 98.6% / 2.5%, test 90.7% / 97.4% / 2.8%, kept on 60 of 61 and 54 of 56. Floors
-# there; only raised.
-HOLDOUT3_MIN_ROUTE_ACCURACY = 0.90
+# tune 91.9% / 98.6% / 2.5%, test 90.7% / 97.4% / 2.8%, kept on 60 of 61 and 54 of 56. After the
+# clinical terms joined the injury vocabulary (2026-12-08): tune 92.6%, test 91.6% / 97.4% / 1.9%.
+# Floors there; only raised.
+HOLDOUT3_MIN_ROUTE_ACCURACY = 0.91
 HOLDOUT3_MIN_NEEDS_RECALL = 0.97
 HOLDOUT3_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.03
 HOLDOUT3_MIN_INJURY_KEPT = 0.96
@@ -74,9 +75,10 @@ HOLDOUT3_MIN_INJURY_KEPT = 0.96
 # First measured, before any change made for it: tune half route 88.2%, needs 97.4%, in-domain
 # matching nothing 3.4%, readiness_injury kept on 81 of 83 rows that need it; test half 89.9% /
 # 94.9% / 3.6%, 81 of 84. After the illness terms joined injury (a tie with recovery): route 90.2% and
-# 90.9%, the rest the same. Floors there; only raised.
+# 90.9%, the rest the same. After the clinical terms joined the injury vocabulary (weight 0.5): tune
+# 92.3% / 97.2% / 1.9%, test 90.9% / 95.5% / 3.6%. Floors there; only raised.
 HOLDOUT4_MIN_ROUTE_ACCURACY = 0.90
-HOLDOUT4_MIN_NEEDS_RECALL = 0.94
+HOLDOUT4_MIN_NEEDS_RECALL = 0.95
 HOLDOUT4_MAX_MATCHED_NOTHING_IN_DOMAIN = 0.04
 HOLDOUT4_MIN_INJURY_KEPT = 0.96
 
