@@ -128,9 +128,10 @@ def _exclude_conflicts(policy: Policy, lint: _Lint) -> Iterable[Finding]:
 
 
 def _shared_terms(policy: Policy, lint: _Lint) -> Iterable[Finding]:
-    """A clinical term of `injury` that another intent has too is shared on purpose: an illness
-    ("flu", "Fieber") is a recovery question and a clinical one, and the tie it makes sends the
-    question to the model, or to both intents' primaries, rather than to one of them."""
+    """A clinical term of `injury` that `recovery` has too is shared on purpose: an illness ("flu",
+    "Fieber") is a recovery question and a clinical one, and the tie it makes sends the question to
+    the model, or to both intents' primaries, rather than to one of them. A clinical term in
+    training's vocabulary ("pain") is still reported."""
     seen: set[tuple[str, str, str, str]] = set()
     clinical = {(lang, t.casefold()) for lang, ts in policy.clinical_terms.items() for t in ts}
     for i, intent in enumerate(INTENTS):
@@ -138,7 +139,8 @@ def _shared_terms(policy: Policy, lint: _Lint) -> Iterable[Finding]:
             for x, y in lint.pairs(intent, other, covering=False):
                 pair = (x.intent, x.term, y.intent, y.term)
                 mine = x if x.intent == "injury" else y if y.intent == "injury" else None
-                if pair in seen or (mine is not None and (mine.language, mine.term.casefold()) in clinical):
+                if pair in seen or ({intent, other} == {"injury", "recovery"} and mine is not None
+                                    and (mine.language, mine.term.casefold()) in clinical):
                     continue
                 if len(seen) == MAX_SHARED_TERM_FINDINGS:
                     yield _finding("shared-term", "vocabulary",

@@ -41,3 +41,26 @@ def test_a_named_condition_in_another_language_keeps_the_injury_readiness(questi
                                                                            maya: Bundle) -> None:
     decision = select(question, maya, policy)
     assert decision.clinical.is_clinical and "readiness_injury" in decision.selected
+
+
+# A fifth adversarial pass (2026-12-08): being ill said plainly, and an injury said as a state or as
+# what the athlete cannot do, beside a training word, lost the injury readiness in English and in
+# several other languages; the slang sense of the bare words ("sick", French "malade", Polish "chory",
+# German "krank": great) stays everyday, so only the statements are clinical terms.
+@pytest.mark.parametrize("question", [
+    "I'm sick, should I train?", "i am ill, run today?", "I'm unwell, should I run?", "got a bug, should I run?",
+    "came down with something, train?", "I have the chills, run?", "my arm is broken, can I run?",
+    "my leg's broken, swim?", "I can barely walk, run tomorrow?", "I crashed, ride tomorrow?",
+    "estou doente, posso treinar hoje?", "tôi bị cảm, chạy được không?", "体調が悪い、練習していい？",
+    "у меня температура, можно тренироваться?", "je suis malade, je peux courir ?", "bin krank, darf ich laufen?",
+    "jestem chory, mogę biegać?", "감기 걸렸어, 오늘 운동해도 돼?", "몸이 안 좋아요, 오늘 달리기 해도 돼?"])
+def test_being_ill_or_hurt_said_plainly_keeps_the_injury_readiness(question: str, policy: Policy,
+                                                                   maya: Bundle) -> None:
+    decision = select(question, maya, policy)
+    assert decision.clinical.is_clinical and "readiness_injury" in decision.selected
+
+
+@pytest.mark.parametrize("question", ["that session was sick 🔥", "séance de gainage de malade aujourd'hui 🔥",
+                                      "trening był chory 🔥 kiedy znowu podbiegi?", "krasses Training, einfach krank"])
+def test_the_slang_sense_of_sick_is_not_clinical(question: str, policy: Policy, maya: Bundle) -> None:
+    assert not select(question, maya, policy).clinical.is_clinical

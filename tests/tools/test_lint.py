@@ -159,6 +159,8 @@ class TestEachRule:
         assert [f.code for f in lint_edit(small, change)] == ["shared-term"]  # not yet a clinical term
         found = lint_edit(small, lambda d: (change(d), d["clinical_terms"]["en"].append("fever")))
         assert found == []
+        found = lint_edit(small, lambda d: d["vocabulary"]["training"]["en"].update(pain=1.0))
+        assert "shared-term" in {f.code for f in found}  # a clinical term in training is no illness
 
     def test_a_clinical_term_that_is_an_everyday_word(self, small: Policy) -> None:
         # "a" as a clinical term read every English question as clinical (adversarial pass); lint said nothing

@@ -288,7 +288,8 @@ class Readings:
         or its first two letters swapped."""
         positions, tails, _ = self._index()
         nearby = (*tails.get(word[1:], ()), *tails.get(word, ()), word[1:], word[1:2] + word[:1] + word[2:])
-        return [positions[w] for w in nearby if w in positions and w[0] != word[0]]
+        # a word only a swap reads ("ache" for "lache") is no answer to a dropped letter
+        return [positions[w] for w in nearby if w in positions and w[0] != word[0] and fuzzy_distance(w)]
 
 
 def add_readings(unknown: list[tuple[int, tuple[Reading, ...]]], tokens: Tokens,
