@@ -39,8 +39,12 @@ def test_the_everyday_sense_of_the_same_words_is_not_clinical(question: str, pol
                                       "糖尿病でもマラソン走れる？", "당뇨병 있는데 마라톤 해도 돼요?", "koşabilir miyim, hamileyim"])
 def test_a_named_condition_in_another_language_keeps_the_injury_readiness(question: str, policy: Policy,
                                                                            maya: Bundle) -> None:
+    assert_keeps_the_injury_readiness(question, policy, maya)
+
+
+def assert_keeps_the_injury_readiness(question: str, policy: Policy, maya: Bundle) -> None:
     decision = select(question, maya, policy)
-    assert decision.clinical.is_clinical and "readiness_injury" in decision.selected
+    assert decision.clinical.is_clinical and "readiness_injury" in decision.selected, question
 
 
 # A fifth adversarial pass (2026-12-08): being ill said plainly, and an injury said as a state or as
@@ -56,8 +60,7 @@ def test_a_named_condition_in_another_language_keeps_the_injury_readiness(questi
     "jestem chory, mogę biegać?", "감기 걸렸어, 오늘 운동해도 돼?", "몸이 안 좋아요, 오늘 달리기 해도 돼?"])
 def test_being_ill_or_hurt_said_plainly_keeps_the_injury_readiness(question: str, policy: Policy,
                                                                    maya: Bundle) -> None:
-    decision = select(question, maya, policy)
-    assert decision.clinical.is_clinical and "readiness_injury" in decision.selected
+    assert_keeps_the_injury_readiness(question, policy, maya)
 
 
 @pytest.mark.parametrize("question", ["that session was sick 🔥", "séance de gainage de malade aujourd'hui 🔥",
