@@ -64,6 +64,20 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def check_regular_file(path: str | Path, expected: str = "a file") -> None:
+    """`ReadError` unless `path` is a regular file (a symlink is followed): for files another
+    reader opens later (Dask's), which a FIFO would block and a device never end."""
+    source = str(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError as e:
+        raise ReadError(source, "no such file") from e
+    except (OSError, ValueError) as e:
+        raise ReadError(source, f"cannot open: {getattr(e, 'strerror', None) or e}") from e
+    if not stat.S_ISREG(mode):
+        raise ReadError(source, f"is {_kind(mode)}, expected {expected}")
+
+
 def file_path(path: Any, expected: str = "a file") -> Path:
     """`path` as a Path, or `ReadError` when it is not one: `Path(None)` or `Path(3)` would raise a
     TypeError naming no file, and a library caller deserves the same one line the CLI gets."""

@@ -24,7 +24,7 @@ from coachctx.engine.availability import CostMode
 from coachctx.engine.policy import Policy
 from coachctx.engine.services import Upstream
 from coachctx.errors import InputError
-from coachctx.reading import printable, shown
+from coachctx.reading import check_regular_file, printable, shown
 from coachctx.tools.impact import DEFAULT_ATHLETE, ImpactJob, decide_chunk
 from coachctx.tools.impact_report import ImpactReport, Totals
 from coachctx.tools.questions import Question, _jsonl_records, _question
@@ -55,6 +55,8 @@ def log_files(source: str) -> tuple[str, list[str]]:
         raise InputError(f"{source}: no such file, directory or glob")
     if not files:
         raise InputError(f"{source}: no .jsonl, .ndjson or .parquet files")
+    for f in files:  # a FIFO named log.jsonl hung the whole run (an adversarial pass)
+        check_regular_file(f, "a JSONL or Parquet log file")
     kinds = {"parquet" if Path(f).suffix.lower() in PARQUET_SUFFIXES else
              "jsonl" if Path(f).suffix.lower() in JSONL_SUFFIXES else Path(f).suffix for f in files}
     if len(kinds) != 1 or not kinds <= {"jsonl", "parquet"}:
@@ -159,6 +161,11 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
                 from distributed import Client
             except ImportError as e:
                 raise InputError("--scheduler needs dask.distributed: pip install 'coachctx[dask]'") from e
+            scheme = scheduler.partition("://")[0] if "://" in scheduler else "tcp"
+            if scheme != "tcp":  # tls, ucx, ws need a security or transport configuration: a traceback
+                raise InputError(f"--scheduler {shown(scheduler)}: coachctx connects to a Dask scheduler over "
+                                 f"tcp:// only (host:port or tcp://host:port), not {printable(scheme)[:20]}:// (TLS, "
+                                 "UCX and websockets need a security or transport configuration it does not take)")
             try:
                 client = Client(scheduler, timeout="10s")
             except ValueError as e:  # "bogus", "tcp://", "tcp://host:notaport": no address at all

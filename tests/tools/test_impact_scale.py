@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,11 @@ class TestCommand:
                                r"at most --jobs \d+"),
         *[(["--engine", "dask", "--scheduler", address],
            rf"^coachctx: --scheduler '{re.escape(address)}' is not a Dask scheduler address such as tcp://")
-          for address in ("bogus", "tcp://", "tcp://host:notaport", "inproc://x")],
+          for address in ("bogus", "tcp://", "tcp://host:notaport")],
+        # tls:// and ucx:// ended in a TypeError traceback (an adversarial pass)
+        *[(["--engine", "dask", "--scheduler", address],
+           rf"^coachctx: --scheduler '{re.escape(address)}': coachctx connects to a Dask scheduler over tcp:// only")
+          for address in ("tls://127.0.0.1:1", "ucx://127.0.0.1:1", "inproc://x")],
     ])
     @pytest.mark.timeout(60)
     def test_bad_options_exit_2_with_one_line(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
@@ -153,6 +158,16 @@ class TestCommand:
         assert (code, out) == (2, "")
         assert len(err.splitlines()) == 1 and re.match(message, err), err
 
+
+    @pytest.mark.timeout(60)
+    def test_a_fifo_among_the_logs_is_refused_not_waited_on(self, capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+        (tmp_path / "a.jsonl").write_text('{"question": "knee pain", "athlete": "maya"}\n', encoding="utf-8")
+        os.mkfifo(tmp_path / "b.jsonl")  # it hung the dask engine; the local one refused it
+        code = main(["impact", str(tmp_path), "--engine", "dask", "--base", str(ROOT / "policy" / "default.yaml"),
+                     "--candidate", str(ROOT / "policy" / "default.yaml")])
+        assert (code, capsys.readouterr().err) == (
+            2, f"coachctx: {tmp_path / 'b.jsonl'}: is a FIFO (named pipe), expected a JSONL or Parquet log file\n")
 
     @pytest.mark.timeout(60)
     def test_a_file_that_is_not_parquet_is_one_line_naming_it(self, capsys: pytest.CaptureFixture[str],
