@@ -44,16 +44,14 @@ _MISSING: Final = object()
 
 DEFAULT_POLICY_PATH: Final = Path(__file__).resolve().parents[2] / "policy" / "default.yaml"
 MAX_TERMS: Final = 36_000
-"""Terms in all term lists together (the default policy has 34,627; `check-policy` shows the count)."""
+"""Terms in all term lists together (the default policy has 34,748; `check-policy` shows the count)."""
 MAX_TERM_WORK: Final = 125_000
-"""Matching work of all terms together: each term counts its phrase keys (a word written with
-accents is filed twice, so a phrase of six such words 64 times) times the parts of its phrase
-that lint compares (21 for six words). The default policy needs about 116,000; with `MAX_TERMS`
-this keeps the worst accepted policy checking in about 2 s."""
+"""Matching work of all terms: each term's phrase keys (a word with accents is filed twice, a phrase
+of six such words 64 times) times the parts of its phrase lint compares (21 for six words). The
+default needs about 116,000; with `MAX_TERMS` the worst accepted policy checks in about 2 s."""
 MAX_UNSPACED_TERM_CHARS: Final = 16
-"""Japanese, Chinese and Korean terms match as substrings or prefixes, and lint compares every
-part of each with every other term: 16 characters is a long phrase in those scripts (the default's
-longest is 9)."""
+"""Japanese, Chinese and Korean terms match as substrings or prefixes, and lint compares every part
+of each with every other term: 16 characters is a long phrase there (the default's longest is 9)."""
 MAX_BUDGET: Final = 1_000_000
 """The largest token budget: a tier's or a custom one."""
 MAX_ROUTING_VALUE: Final = 10_000.0
@@ -62,6 +60,8 @@ INTENTS: Final[tuple[str, ...]] = ("training", "injury", "recovery", "nutrition"
 SCOPES: Final[tuple[str, ...]] = ("today", "week", "months")
 DEFAULT_TIER: Final = "paid"
 """The tier a decision takes when none is given: `select()`, `explain`, `impact`, the playground."""
+CUSTOM_TIER: Final = "custom"
+"""What a decision with a budget of its own reports as its tier (`--budget`): no policy tier's name."""
 LANGUAGES: Final[Mapping[str, str]] = {
     # code -> how its terms match: a Snowball stemmer name, "word" (whole words, accents folded:
     # Vietnamese, whose syllables do not inflect), "substring" (Han/Kana) or "prefix" (Hangul)
@@ -265,11 +265,11 @@ class Policy(_Strict):
 
     @model_validator(mode="after")
     def _complete(self) -> Policy:
-        missing = [i for i in INTENTS if i not in self.intents]
-        if missing:
+        if missing := [i for i in INTENTS if i not in self.intents]:
             raise ValueError(f"intents: missing intent(s) {', '.join(missing)}")
-        if not self.tiers:
-            raise ValueError("tiers: at least one tier is needed")
+        if not self.tiers or CUSTOM_TIER in self.tiers:  # replay took a tier "custom" for a --budget
+            raise ValueError("tiers: at least one tier is needed" if not self.tiers else f"tiers.{CUSTOM_TIER}: the "
+                             "name is reserved for a decision given a budget of its own (--budget); name it otherwise")
         implied = [i for sp in self.scopes.values() for i in sp.implied_by]
         for twice in dict.fromkeys(i for i in implied if implied.count(i) > 1):
             raise ValueError(f"scopes: {twice!r} is in the implied_by of two scopes; a question has one horizon")

@@ -43,8 +43,11 @@ class TestPolicyNumbers:
         ("margin: 1.0", "margin: true", "routing.margin", "got bool True"),
         ("free: 50", "free: on", "tiers.free", "valid integer, got bool True"),
         ("paid: 1400", "paid: " + "9" * 5000, "line 6, column 9", "a number of 5000 digits; the limit is 100"),
+        # replay read a policy tier named custom as a --budget of its own (an adversarial pass)
+        ("paid: 1400", "paid: 1400\n  custom: 10", "", "tiers.custom: the name is reserved for a decision given a "
+                                                     "budget of its own (--budget)"),
     ], ids=["weight-yes", "weight-on", "weight-text", "max-words-yes", "max-words-float", "threshold-inf",
-            "margin-nan", "margin-huge", "margin-true", "tier-on", "tier-5000-digits"])
+            "margin-nan", "margin-huge", "margin-true", "tier-on", "tier-5000-digits", "tier-custom"])
     def test_refused(self, old: str, new: str, where: str, message: str) -> None:
         with pytest.raises(PolicyError) as caught:
             parse_policy(replaced(MINIMAL_POLICY, old, new), "p.yaml")
