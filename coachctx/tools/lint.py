@@ -27,7 +27,7 @@ from coachctx.tools.lint_keys import Nested, Stemmed, TermKey, pairs, term_keys
 
 RuleCode = Literal["exclude-conflict", "shared-term", "unrequested-fragment", "promote-excluded",
                    "weak-vocabulary", "missing-language", "no-unmatched-set", "missing-clinical-language",
-                   "no-default-tier", "zero-margin", "shared-scope-term", "everyday-term"]
+                   "no-default-tier", "zero-margin", "shared-scope-term", "everyday-term", "no-primary"]
 Severity = Literal["error", "warning"]
 
 RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
@@ -46,6 +46,8 @@ RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
                                    "tier is given"),
     "zero-margin": ("warning", "a routing margin of 0 makes a tie between two intents a sure route"),
     "shared-scope-term": ("warning", "a scope term is in two scopes, so it votes for both horizons"),
+    "no-primary": ("warning", "an intent, or the unmatched set, holds no primary fragment, so its questions are "
+                              "sure of no context"),
     "everyday-term": ("warning", "a clinical or vocabulary term is one of its language's commonest words, so "
                                  "most questions in that language hold it"),
 }
@@ -76,7 +78,7 @@ def lint_policy(policy: Policy) -> list[Finding]:
     return [*_exclude_conflicts(policy, lint), *_shared_terms(policy, lint), *_unrequested(policy),
             *_promote_excluded(policy), *_weak_vocabulary(policy), *_missing_languages(policy),
             *_no_unmatched_set(policy), *_missing_clinical_languages(policy), *_no_default_tier(policy),
-            *_zero_margin(policy), *_shared_scope_terms(policy), *_everyday_terms(policy)]
+            *_zero_margin(policy), *_shared_scope_terms(policy), *_everyday_terms(policy), *_no_primary(policy)]
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
@@ -301,3 +303,18 @@ def _everyday_terms(policy: Policy) -> Iterable[Finding]:
 
 def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _no_primary(policy: Policy) -> Iterable[Finding]:
+    """`general: {primary: []}` and an empty `unmatched` set passed as ok, and every greeting, or
+    every question no term matched, then reached the model with no athlete context (an adversarial
+    pass); `no-unmatched-set` only saw the section missing."""
+    sets = [(f"intents.{name}", ip.primary, ip.secondary) for name, ip in policy.intents.items()]
+    if policy.unmatched is not None:
+        sets.append(("unmatched", policy.unmatched.primary, policy.unmatched.secondary))
+    for path, primary, secondary in sets:
+        if not primary:
+            sees = (f"only its secondaries ({', '.join(secondary)}) while the budget lasts"
+                    if secondary else "no athlete context at all")
+            yield _finding("no-primary", f"{path}.primary", f"{path} holds no primary fragment: a question that "
+                                                            f"takes it sees {sees}")

@@ -162,6 +162,15 @@ class TestEachRule:
         found = lint_edit(small, lambda d: d["vocabulary"]["training"]["en"].update(pain=1.0))
         assert "shared-term" in {f.code for f in found}  # a clinical term in training is no illness
 
+    def test_an_intent_or_the_unmatched_set_without_a_primary(self, small: Policy) -> None:
+        found = lint_edit(small, lambda d: d["intents"]["general"].update(primary=[], secondary=[]))
+        assert [(f.code, f.path) for f in found if f.code == "no-primary"] == [("no-primary", "intents.general.primary")]
+        assert found[-1].message == ("intents.general holds no primary fragment: a question that takes it sees no "
+                                     "athlete context at all")
+        found = lint_edit(small, lambda d: d["unmatched"].update(primary=[], secondary=["training_block"]))
+        assert [(f.code, f.path) for f in found] == [("no-primary", "unmatched.primary")]
+        assert "sees only its secondaries (" in found[0].message
+
     def test_a_clinical_term_that_is_an_everyday_word(self, small: Policy) -> None:
         # "a" as a clinical term read every English question as clinical (adversarial pass); lint said nothing
         found = lint_edit(small, lambda d: d["clinical_terms"]["en"].append("A "))
