@@ -18,7 +18,7 @@ from typing import Any, Final
 from coachctx.engine.availability import CostMode
 from coachctx.engine.decision import Decision
 from coachctx.engine.pipeline import select
-from coachctx.engine.policy import MAX_BUDGET, Policy
+from coachctx.engine.policy import CUSTOM_TIER, MAX_BUDGET, Policy
 from coachctx.engine.routing import ModelAnswer
 from coachctx.engine.services import ATHLETE_ID, Bundle, refuse_unknown_keys
 from coachctx.errors import InputError, TraceError
@@ -374,13 +374,18 @@ def replay(trace: Trace, policy: Policy, *, policy_source: str, policy_version: 
                          f"got {type(raw).__name__}")
     classifier = RecordedClassifier(raw) if raw is not None else None
     tier = asked.tier or "paid"
-    decision = select(
-        asked.question, trace.bundle, policy,
-        scope=asked.scope or "auto",
-        tier=tier if tier != "custom" else "paid",
-        budget=asked.budget if asked.budget is not None else (
-            trace.decision.get("budget") if tier == "custom" else None),
-        cost_mode=asked.cost_mode or "hand",
-        classifier=classifier, policy_source=policy_source, policy_version=policy_version,
-    )
+    if tier != CUSTOM_TIER and tier not in policy.tiers:  # an error naming no file read as the user's --tier
+        raise TraceError(f"{trace.source}: inputs.tier: unknown tier {shown(tier)}; the policy replayed under "
+                         f"defines {', '.join(policy.tiers)}")
+    where = "inputs" if asked.budget is not None or tier != CUSTOM_TIER else "inputs or decision.budget"
+    try:
+        decision = select(
+            asked.question, trace.bundle, policy, scope=asked.scope or "auto",
+            tier=tier if tier != CUSTOM_TIER else "paid",
+            budget=asked.budget if asked.budget is not None else (
+                trace.decision.get("budget") if tier == CUSTOM_TIER else None),
+            cost_mode=asked.cost_mode or "hand",
+            classifier=classifier, policy_source=policy_source, policy_version=policy_version)
+    except InputError as e:  # a scope, a question or a recorded budget select() refuses
+        raise TraceError(f"{trace.source}: {where}: {e}") from e
     return Replay(trace=trace, decision=decision, differences=compare(trace.decision, decision.to_json()))

@@ -188,9 +188,16 @@ class TestKeysATraceNeverHolds:
          "bundle.services: unknown key 'readines' (did you mean 'readiness'?)"),
         (lambda t: t["bundle"]["services"]["account"].update(bdy=1),
          "bundle.services.account: unknown key 'bdy' (did you mean 'body'?)"),
-    ], ids=["top_level", "inputs", "bundle", "a_fifth_service", "a_service_result"])
-    def test_an_unknown_key_is_refused_by_name(self, cli: TerminalRun, recorded: dict[str, Any], tmp_path: Path,
-                                               edit: Callable[[dict[str, Any]], None], message: str) -> None:
+        # values only select() refused came out naming neither the trace nor the key (a fifth pass)
+        (lambda t: t["inputs"].update(tier="gold"), "inputs.tier: unknown tier 'gold'; the policy replayed under "
+                                                    "defines free, paid"),
+        (lambda t: t["inputs"].update(scope="yesterday"), "inputs: unknown scope 'yesterday'"),
+        (lambda t: (t["inputs"].update(tier="custom"), t["decision"].update(budget="abc")),
+         "inputs or decision.budget: budget must be a whole number from 0 to 1000000, got 'abc'"),
+    ], ids=["top_level", "inputs", "bundle", "a_fifth_service", "a_service_result", "tier", "scope", "budget"])
+    def test_an_unknown_key_or_a_bad_value_is_refused_by_name(self, cli: TerminalRun, recorded: dict[str, Any],
+                                                              tmp_path: Path, edit: Callable[[dict[str, Any]], None],
+                                                              message: str) -> None:
         path = tmp_path / "t.json"
         path.write_text(json.dumps(tampered(recorded, edit)), encoding="utf-8")
         r = cli("replay", str(path))
