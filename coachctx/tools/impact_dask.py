@@ -102,7 +102,9 @@ def _decide(job: ImpactJob, records: Sequence[tuple[int, Any]], numbered: int, c
 def jsonl_partition(job: ImpactJob, lines: Sequence[str], changed_only: bool) -> PartResult:
     """A JSONL file's lines, read exactly as `questions.parse_questions` reads a log."""
     text = "".join(lines)
-    return _decide(job, list(_jsonl_records(text)), len(text.splitlines()), changed_only)
+    # rows end at \n alone, as the local reader's: splitlines() also cut at a bare \r or U+2028
+    rows = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    return _decide(job, list(_jsonl_records(text)), rows, changed_only)
 
 
 def parquet_partition(job: ImpactJob, frame: Any, changed_only: bool) -> PartResult:
@@ -112,6 +114,17 @@ def parquet_partition(job: ImpactJob, frame: Any, changed_only: bool) -> PartRes
         clean = {str(k).strip().casefold(): _plain(v) for k, v in record.items()}
         records.append((i, clean))
     return _decide(job, records, len(frame), changed_only)
+
+
+def _one_column_per_name(source: str, columns: Sequence[str]) -> None:
+    """`athlete` and `Athlete` are one column to the reader: refused, as the CSV reader refuses
+    them, rather than the last one silently winning (an adversarial pass)."""
+    seen: dict[str, str] = {}
+    for column in columns:
+        first = seen.setdefault(column.strip().casefold(), column)
+        if first != column:
+            raise InputError(f"{printable(source)}: the columns {shown(first)} and {shown(column)} are one column "
+                             "to the reader (case and spaces aside): which one is meant?")
 
 
 def _plain(value: Any) -> Any:
@@ -142,7 +155,9 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
     job = ImpactJob(base, candidate, upstream=upstream, default_athlete=default_athlete, cost_mode=cost_mode)
     if kind == "jsonl":
         # bytes that are not UTF-8 kept as `questions.read_questions` keeps them: that row is skipped alone
-        parts = dask.bag.read_text(files, blocksize=None, encoding="utf-8-sig", errors="surrogateescape").to_delayed()
+        # lines end at \n alone (as `questions.read_questions` reads them), a \r kept as it was written
+        parts = dask.bag.read_text(files, blocksize=None, encoding="utf-8-sig", errors="surrogateescape",
+                                   linedelimiter="\n").to_delayed()
         decide = dask.delayed(jsonl_partition, pure=True)
     else:
         try:
@@ -150,10 +165,11 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
         except ImportError as e:
             raise InputError("reading Parquet needs dask[dataframe] and pyarrow: pip install 'coachctx[dask]'") from e
         try:
-            parts = dask_dataframe.read_parquet(files).to_delayed()
+            frame = dask_dataframe.read_parquet(files)
         except (ValueError, OSError) as e:  # pyarrow's ArrowInvalid is a ValueError
             raise InputError(f"{printable(source)}: not a Parquet log Dask can read: {_parquet_problem(e)}") from e
-        decide = dask.delayed(parquet_partition, pure=True)
+        _one_column_per_name(source, [str(c) for c in frame.columns])
+        parts, decide = frame.to_delayed(), dask.delayed(parquet_partition, pure=True)
     client = None
     try:
         if scheduler is not None:
@@ -173,12 +189,19 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
                                  f"tcp://10.0.0.5:8786 ({e})") from e
             except (OSError, TimeoutError) as e:
                 raise InputError(f"cannot reach the Dask scheduler at {printable(scheduler)[:100]}: {e}") from e
-            shipped = client.scatter(job, broadcast=True)
-            tasks = [decide(shipped, part, changed_only) for part in parts]
-            results: Sequence[PartResult] = client.gather(client.compute(tasks))
-        else:
-            shipped = dask.delayed(job, pure=False)
-            results = dask.compute(*[decide(shipped, part, changed_only) for part in parts], scheduler="processes")
+        try:
+            if client is not None:
+                shipped = client.scatter(job, broadcast=True)
+                tasks = [decide(shipped, part, changed_only) for part in parts]
+                results: Sequence[PartResult] = client.gather(client.compute(tasks))
+            else:
+                shipped = dask.delayed(job, pure=False)
+                results = dask.compute(*[decide(shipped, part, changed_only) for part in parts],
+                                       scheduler="processes")
+        except (ValueError, OSError) as e:  # a data page pyarrow cannot read shows only when computed
+            if kind != "parquet":
+                raise
+            raise InputError(f"{printable(source)}: not a Parquet log Dask can read: {_parquet_problem(e)}") from e
     finally:
         if client is not None:
             client.close()

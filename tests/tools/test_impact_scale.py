@@ -80,6 +80,9 @@ def logs(tmp_path: Path, policy: Policy) -> Path:
     lines = [json.dumps(r, ensure_ascii=False).encode() for r in rows]
     lines.insert(5, b"{not json")  # a bad line is skipped under its line number in both engines
     lines.insert(20, b'{"question": "r\xe9cup\xe9ration?"}')  # so is a byte that is not UTF-8
+    # a raw CR inside a string, and a U+2028: rows end at \n alone in both (Dask split at the CR)
+    lines.insert(30, b'{"question": "x\rb"}')
+    lines.insert(31, '{"question": "knee pain\u2028today"}'.encode())
     (tmp_path / "all.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     parts = tmp_path / "parts"
     parts.mkdir()
@@ -168,6 +171,28 @@ class TestCommand:
                      "--candidate", str(ROOT / "policy" / "default.yaml")])
         assert (code, capsys.readouterr().err) == (
             2, f"coachctx: {tmp_path / 'b.jsonl'}: is a FIFO (named pipe), expected a JSONL or Parquet log file\n")
+
+    @pytest.mark.timeout(60)
+    @pytest.mark.parametrize("damage", ["columns", "page"])
+    def test_a_parquet_log_it_cannot_read_alike_is_one_line(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                             damage: str) -> None:
+        """Columns `athlete` and `Athlete` were merged, the last winning; a garbled data page (its
+        footer sound) gave pyarrow's message naming no log (an adversarial pass)."""
+        pd = pytest.importorskip("pandas")
+        pytest.importorskip("pyarrow")
+        path = tmp_path / "log.parquet"
+        rows = [{"question": f"knee pain {i}", "athlete": "tom", "Athlete": "omar"} for i in range(50)]
+        pd.DataFrame(rows if damage == "columns" else [{"question": r["question"]} for r in rows]).to_parquet(path)
+        if damage == "page":
+            data = bytearray(path.read_bytes())
+            data[4:40] = b"\x0e" * 36  # the first data page's header, after the PAR1 magic
+            path.write_bytes(bytes(data))
+        code = main(["impact", str(path), "--engine", "dask", "--base", str(ROOT / "policy" / "default.yaml"),
+                     "--candidate", str(ROOT / "policy" / "default.yaml")])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith(f"coachctx: {path}: " + ("the columns 'athlete' and 'Athlete' are one column" if
+                                                          damage == "columns" else "not a Parquet log Dask can read"))
 
     @pytest.mark.timeout(60)
     def test_a_file_that_is_not_parquet_is_one_line_naming_it(self, capsys: pytest.CaptureFixture[str],
