@@ -172,23 +172,7 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
         parts, decide = frame.to_delayed(), dask.delayed(parquet_partition, pure=True)
     client = None
     try:
-        if scheduler is not None:
-            try:
-                from distributed import Client
-            except ImportError as e:
-                raise InputError("--scheduler needs dask.distributed: pip install 'coachctx[dask]'") from e
-            scheme = scheduler.partition("://")[0] if "://" in scheduler else "tcp"
-            if scheme != "tcp":  # tls, ucx, ws need a security or transport configuration: a traceback
-                raise InputError(f"--scheduler {shown(scheduler)}: coachctx connects to a Dask scheduler over "
-                                 f"tcp:// only (host:port or tcp://host:port), not {printable(scheme)[:20]}:// (TLS, "
-                                 "UCX and websockets need a security or transport configuration it does not take)")
-            try:
-                client = Client(scheduler, timeout="10s")
-            except ValueError as e:  # "bogus", "tcp://", "tcp://host:notaport": no address at all
-                raise InputError(f"--scheduler {shown(scheduler)} is not a Dask scheduler address such as "
-                                 f"tcp://10.0.0.5:8786 ({e})") from e
-            except (OSError, TimeoutError) as e:
-                raise InputError(f"cannot reach the Dask scheduler at {printable(scheduler)[:100]}: {e}") from e
+        client = _connect(scheduler) if scheduler is not None else None
         try:
             if client is not None:
                 shipped = client.scatter(job, broadcast=True)
@@ -206,6 +190,26 @@ def run_impact_dask(source: str, base: Policy, candidate: Policy, *, scheduler: 
         if client is not None:
             client.close()
     return _assemble(results, source, job, base_name, candidate_name, changed_only, time.perf_counter() - started)
+
+
+def _connect(scheduler: str) -> Any:
+    """A `distributed.Client` of the scheduler at this tcp:// address, or one line saying why not."""
+    try:
+        from distributed import Client
+    except ImportError as e:
+        raise InputError("--scheduler needs dask.distributed: pip install 'coachctx[dask]'") from e
+    scheme = scheduler.partition("://")[0] if "://" in scheduler else "tcp"
+    if scheme != "tcp":  # tls, ucx, ws need a security or transport configuration: a traceback
+        raise InputError(f"--scheduler {shown(scheduler)}: coachctx connects to a Dask scheduler over "
+                         f"tcp:// only (host:port or tcp://host:port), not {printable(scheme)[:20]}:// (TLS, "
+                         "UCX and websockets need a security or transport configuration it does not take)")
+    try:
+        return Client(scheduler, timeout="10s")
+    except ValueError as e:  # "bogus", "tcp://", "tcp://host:notaport": no address at all
+        raise InputError(f"--scheduler {shown(scheduler)} is not a Dask scheduler address such as "
+                         f"tcp://10.0.0.5:8786 ({e})") from e
+    except (OSError, TimeoutError) as e:
+        raise InputError(f"cannot reach the Dask scheduler at {printable(scheduler)[:100]}: {e}") from e
 
 
 def _assemble(results: Sequence[PartResult], source: str, job: ImpactJob, base_name: str, candidate_name: str,
