@@ -331,7 +331,8 @@ def names_in(value: Any, known: Sequence[str], what: str, kind: str) -> tuple[st
     unknown = [v for v in value if v not in known]
     if unknown:
         raise ValueError(f"{what}: unknown {kind} {shown(unknown[0])}")
-    return tuple(value)
+    # a name written twice is one name: `needs: [x, x]` counted the need twice in impact's recall
+    return tuple(dict.fromkeys(value))
 
 
 

@@ -72,6 +72,12 @@ class TestReading:
         assert qs.skipped[4] == (8, "no question: the row has no `question` (or `q`); it has ['questoin']")
         assert qs.skipped[2][1] == "unknown scope 'tomorrow'; use one of: auto, today, week, months"
 
+    def test_a_name_written_twice_is_one(self) -> None:
+        """`needs: [readiness_injury, readiness_injury]` counted the need twice: recall 0 of 2 (a fifth pass)."""
+        qs = parse_questions(json.dumps({"q": "knee?", "intents": ["injury", "injury"],
+                                         "needs": ["readiness_injury", "readiness_injury"]}), "jsonl", "l.jsonl")
+        assert (qs.questions[0].intents, qs.questions[0].needs) == (("injury",), ("readiness_injury",))
+
     def test_csv_with_labels(self) -> None:
         text = ("Question,athlete,intents,needs\n"
                 "Should I train through this pain?,maya,training;injury,readiness_training readiness_injury\n"
