@@ -50,7 +50,8 @@ def register(sub: Any) -> None:
 
 def cmd_suggest(args: argparse.Namespace) -> int:
     from coachctx.tools.suggest import read_labelled, suggest
-    from coachctx.tools.suggest_log import conflicting_labels, learning_words
+    from coachctx.tools.suggest_candidates import learning_words
+    from coachctx.tools.suggest_log import conflicting_labels
 
     policy, source, _ = policy_for(args)
     rows = read_labelled(args.log)

@@ -37,7 +37,7 @@ from coachctx.engine.lookup import Named, evidence_of, lookup
 from coachctx.engine.matching import clinical_terms_in, infer_scope, named_fragments_in, unread_words_in
 from coachctx.engine.modifiers import ApplyScope
 from coachctx.engine.plan import MISSING, Plan, Reason, Role, Status
-from coachctx.engine.policy import DEFAULT_TIER, MAX_BUDGET, SCOPES, Policy, ScopeName
+from coachctx.engine.policy import CUSTOM_TIER, DEFAULT_TIER, MAX_BUDGET, SCOPES, Policy, ScopeName
 from coachctx.engine.prompt import build_naive_prompt, system_block, system_message
 from coachctx.engine.prompt import naive_tokens as naive_tokens_of
 from coachctx.engine.prompt import prompt_tokens as prompt_tokens_of
@@ -152,7 +152,7 @@ def select(
         question, bundle, policy, decided, plan, ready, clinical,
         scope=_shared(policy, ScopeChoice, requested, cast("ScopeName | None", effective),
                       None if inferred_from is None else tuple(inferred_from)),
-        tier=tier if budget is None else "custom", spend=spend, cost_mode=cost_mode, count_naive=count_naive,
+        tier=tier if budget is None else CUSTOM_TIER, spend=spend, cost_mode=cost_mode, count_naive=count_naive,
         policy_ref=_shared(policy, PolicyRef, policy_source, policy.digest, policy_version))
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
-from coachctx.engine.policy import DEFAULT_TIER
+from coachctx.engine.policy import CUSTOM_TIER, DEFAULT_TIER
 from coachctx.tools.store import DRAFT_ID_PATTERN
 
 
@@ -77,7 +77,7 @@ def encode_view(view: ViewState) -> dict[str, str]:
     add a history entry per keystroke)."""
     params = {"q": clean_text(view.question), "athlete": view.athlete, "scope": view.scope, "tier": view.tier,
               "costs": view.cost_mode, "tab": view.tab}
-    if view.tier == "custom" and view.budget is not None:
+    if view.tier == CUSTOM_TIER and view.budget is not None:
         params["budget"] = str(view.budget)
     if view.draft_id:
         params["draft"] = view.draft_id
@@ -125,7 +125,7 @@ def decode_view(params: Mapping[str, Any], *, athletes: Sequence[str], tiers: Se
                          "kept the default question")
     take("athlete", "athlete", athletes, "athlete")
     take("scope", "scope", SCOPE_REQUESTS, "time horizon")
-    take("tier", "tier", [*tiers, "custom"], "tier")
+    take("tier", "tier", [*tiers, CUSTOM_TIER], "tier")
     take("costs", "cost_mode", COST_MODES, "cost mode")
     take("tab", "tab", list(TAB_NAMES), "tab")
     budget = _param(params, "budget")

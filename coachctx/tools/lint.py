@@ -46,10 +46,10 @@ RULES: Final[Mapping[RuleCode, tuple[Severity, str]]] = {
                                    "tier is given"),
     "zero-margin": ("warning", "a routing margin of 0 makes a tie between two intents a sure route"),
     "shared-scope-term": ("warning", "a scope term is in two scopes, so it votes for both horizons"),
-    "no-primary": ("warning", "an intent, or the unmatched set, holds no primary fragment, so its questions are "
-                              "sure of no context"),
     "everyday-term": ("warning", "a clinical or vocabulary term is one of its language's commonest words, so "
                                  "most questions in that language hold it"),
+    "no-primary": ("warning", "an intent, or the unmatched set, holds no primary fragment, so its questions are "
+                              "sure of no context"),
 }
 EVERYDAY_TERM_RANKS: Final = 100
 """A one-word term among its language's this many commonest words ("a", "the", "my", "is", "de")
@@ -279,18 +279,18 @@ def _shared_scope_terms(policy: Policy) -> Iterable[Finding]:
 def _everyday_terms(policy: Policy) -> Iterable[Finding]:
     """A clinical term "a" made every English question clinical: a referral on every reply, the
     injury line kept everywhere, and `check-policy` said ok (an adversarial pass)."""
+    ranks = {lang: {w: n for n, w in enumerate(words[:EVERYDAY_TERM_RANKS], 1)} for lang, words in everyday_words().items()}
+
     def rank(term: str, lang: str) -> int | None:
-        commonest = everyday_words().get(lang, ())[:EVERYDAY_TERM_RANKS]
-        word = term.strip().casefold()
-        return commonest.index(word) + 1 if word in commonest else None
+        return ranks.get(lang, {}).get(term.strip().casefold())
 
     for lang, terms in policy.clinical_terms.items():
         for term in terms:
             if (r := rank(term, lang)) is not None:
                 yield _finding("everyday-term", f"clinical_terms.{lang}",
-                               f"{term!r} is the {_ordinal(r)} commonest {lang} word: most {lang} questions hold it whatever they ask, "
-                               "so each is read as clinical (a referral on every reply, readiness_injury "
-                               "always kept); name the pain, injury or illness instead")
+                               f"{term!r} is the {_ordinal(r)} commonest {lang} word: most {lang} questions hold it "
+                               "whatever they ask, so each is read as clinical (a referral on every reply, "
+                               "readiness_injury always kept); name the pain, injury or illness instead")
     for intent, by_lang in policy.vocabulary.items():
         for lang, weights in by_lang.items():
             for term, weight in weights.items():

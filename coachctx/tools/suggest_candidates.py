@@ -184,3 +184,8 @@ class TermIndex:
             found.update(table.get(tuple(phrase), ()))
         return sorted(found)
 
+
+def learning_words(rows: Sequence[LabelledRow]) -> int:
+    """The words learning reads: each distinct question's, up to `MAX_OFFERING_WORDS` (what its time
+    and memory grow with; a repeated question costs nothing more)."""
+    return sum(min(len(q.split()), MAX_OFFERING_WORDS) for q in dict.fromkeys(r.question for r in rows))

@@ -179,11 +179,3 @@ def _non_empty(rows: list[LabelledRow], p: Path) -> list[LabelledRow]:
     if not rows:
         raise InputError(f"{p}: no labelled rows (a row needs `intents`, a `model_label`, or a model route)")
     return rows
-
-
-def learning_words(rows: Sequence[LabelledRow]) -> int:
-    """The words learning reads: each distinct question's, up to the most a row offers (what its
-    time and memory grow with; a repeated question costs nothing more)."""
-    from coachctx.tools.suggest_candidates import MAX_OFFERING_WORDS
-
-    return sum(min(len(q.split()), MAX_OFFERING_WORDS) for q in dict.fromkeys(r.question for r in rows))

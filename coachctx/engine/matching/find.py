@@ -20,7 +20,7 @@ from coachctx.engine.matching.readings import (
 )
 from coachctx.engine.matching.starts import Start
 from coachctx.engine.matching.stems import COMPOUNDING, stem_columns
-from coachctx.engine.matching.terms import Term, hangul_key, hangul_next, prefix_terms
+from coachctx.engine.matching.terms import Term, hangul_beginnings, hangul_next, prefix_terms
 from coachctx.engine.text import Tokens, stem
 
 if TYPE_CHECKING:
@@ -119,8 +119,7 @@ class SharedWords:
             follow_map, goes_on = (_NO_FOLLOWS, _NO_PAIRS) if follow is None else \
                 (MappingProxyType(follow), frozenset(follow.items()))
             if "prefix" in follow_map:  # a Korean word goes on a phrase with any beginning a phrase holds
-                later = self.later["prefix"]
-                goes_on |= {("prefix", word[:k]) for k in range(1, len(word)) if word[:k] in later}
+                goes_on |= {("prefix", key) for key in hangul_beginnings(word, self.later["prefix"])}
             if here is None and not readable and not prefixed:
                 looked[word] = NOTHING if follow is None else Looked((), follow_map, goes_on)
                 continue
@@ -165,7 +164,7 @@ class SharedWords:
             for algorithm, stems in by_algorithm.items():
                 later, index = self.later[algorithm], self.index[algorithm]
                 if algorithm == "prefix":  # Korean words meet a phrase's words as beginnings
-                    pairs = [(w, w[:k]) for w in group for k in range(len(w), 0, -1) if w[:k] in index]
+                    pairs = [(w, key) for w in group for key in hangul_beginnings(w, index)]
                 # no word of the group starts a phrase under this algorithm, nor goes on with one: the usual case
                 elif not self.firsts[algorithm].isdisjoint(stems):
                     pairs = list(zip(group, stems, strict=True))
@@ -180,7 +179,7 @@ class SharedWords:
                         for t, start in entries:
                             per_table[t].append(start)
                 if algorithm == "prefix":
-                    stems = [hangul_key(w, later) for w in group]
+                    stems = [next(iter(hangul_beginnings(w, later)), w) for w in group]  # the longest
                 if not later.isdisjoint(stems):
                     for word, stemmed in zip(group, stems, strict=True):
                         if stemmed in later:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from coachctx.engine.matching.readings import WORD_CACHE_LIMIT
 from coachctx.engine.matching.stems import word_stems
-from coachctx.engine.matching.terms import Term
+from coachctx.engine.matching.terms import Term, hangul_beginnings
 
 Start = tuple[int, str, tuple[Term, ...], frozenset[str]]
 """(algorithm index, the stem, the one-word terms, the stems that follow it in the table's longer
@@ -26,7 +26,7 @@ class PhraseStarts:
         self.heads = {a: frozenset(p[:n] for p in phrases for n in range(1, len(p))) for a, phrases in stemmed.items()}
         """algorithm -> every proper beginning of a phrase: a longer phrase is tried only after one."""
         self.hangul_firsts = firsts.get("prefix", frozenset())
-        """The first words of the table's Hangul phrases (`hangul_key`)."""
+        """The first words of the table's Hangul phrases (`hangul_beginnings`)."""
         self.seen: dict[str, tuple[Start, ...]] = {}
         self._by_stem: dict[str, tuple[Start, ...]] = {}
         """stem -> a `Start` for every algorithm under which that stem starts a phrase; built on first use."""
@@ -43,9 +43,8 @@ class PhraseStarts:
         if starts is None:
             by_stem = self.by_stem()
             stems = word_stems(word)
-            if self.hangul_firsts:  # a Korean word starts every phrase one of its beginnings starts
-                stems = (*stems, *((word[:k], ("prefix",)) for k in range(1, len(word))
-                                   if word[:k] in self.hangul_firsts))
+            # a Korean word starts every phrase one of its beginnings starts (the whole word is a stem already)
+            stems = (*stems, *((key, ("prefix",)) for key in hangul_beginnings(word, self.hangul_firsts) if key != word))
             found = [(ai, first, singles, longer)
                      for first, algorithms in stems
                      for ai, algorithm, singles, longer in by_stem.get(first, ()) if algorithm in algorithms]

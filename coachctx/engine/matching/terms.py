@@ -5,7 +5,7 @@ its stemmed phrase for a spaced script."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final, Literal
@@ -102,16 +102,15 @@ def prefix_terms(matcher: TermMatcher, word: str) -> tuple[Term, ...]:
     return tuple(found)
 
 
-def hangul_key(word: str, keys: frozenset[str]) -> str:
-    """A Korean word as a word of a Hangul phrase: its longest beginning among `keys` (the words the
-    table's phrases hold), else the word. Korean writes endings and particles onto a word ("걸렸어"
-    is 걸 + 렸어), so a phrase ("감기 걸", "몸이 안 좋") meets each of its words as a beginning, as a
-    one-word Hangul term does; matched whole, such a phrase met no sentence (an adversarial pass)."""
-    if keys and "\uac00" <= word[:1] <= "\ud7a3":
-        for k in range(len(word), 0, -1):
-            if word[:k] in keys:
-                return word[:k]
-    return word
+def hangul_beginnings(word: str, keys: Container[str]) -> list[str]:
+    """The beginnings of a Korean word that are among `keys` (the words a table's Hangul phrases
+    hold), longest first; none for a word that does not start with a Hangul syllable. Korean
+    writes endings and particles onto a word ("걸렸어" is 걸 + 렸어), so a phrase ("감기 걸", "몸이
+    안 좋") meets each of its words as a beginning, as a one-word Hangul term does; matched whole,
+    such a phrase met no sentence (an adversarial pass)."""
+    if not keys or not "\uac00" <= word[:1] <= "\ud7a3":
+        return []
+    return [word[:k] for k in range(len(word), 0, -1) if word[:k] in keys]
 
 
 def hangul_next(word: str, fits: Callable[[str], bool]) -> str | None:

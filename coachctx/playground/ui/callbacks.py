@@ -8,6 +8,7 @@ import streamlit as st
 
 from coachctx import playground as pg
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.engine.policy import CUSTOM_TIER
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.playground.ui.cache import checked_in_text, open_store, upstream
 from coachctx.tools.store import StaleSaveError, based_on, default_store_url
@@ -143,7 +144,7 @@ def open_trace_inputs(asked: TraceInputs, tiers: list[str]) -> None:
     if asked.scope in SCOPE_REQUESTS:
         ss["scope"] = asked.scope
     if asked.budget is not None:
-        ss["tier"], ss["budget"] = "custom", asked.budget
+        ss["tier"], ss["budget"] = CUSTOM_TIER, asked.budget
     elif asked.tier in tiers:
         ss["tier"] = asked.tier
     elif asked.tier is not None:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from coachctx import playground as pg
 from coachctx.engine.pipeline import COST_MODES, MAX_QUESTION_CHARS, SCOPE_REQUESTS
+from coachctx.engine.policy import CUSTOM_TIER
 from coachctx.model import ModelSettings, model_settings
 from coachctx.playground.ui.cache import athlete_labels, secrets_settings, upstream
 from coachctx.playground.ui.callbacks import use_example
@@ -33,7 +34,7 @@ def render_inputs(policies: Policies) -> pg.ViewState:
         if (box := lazy_popover("Examples", key="examples", icon=":material/lightbulb:", width=EXAMPLES_WIDTH)) is not None:
             for i, example in enumerate(pg.EXAMPLE_QUESTIONS):
                 box.button(example, key=f"example_{i}", on_click=use_example, args=(example,), type="tertiary")
-    tiers = [*policies.working.tiers, "custom"]
+    tiers = [*policies.working.tiers, CUSTOM_TIER]
     if ss.get("tier") not in tiers:
         ss["tier"] = tiers[0]
     athletes = upstream().athletes()
@@ -53,7 +54,7 @@ def render_inputs(policies: Policies) -> pg.ViewState:
         help="The token budget for the optional (secondary) facts; the essential (primary) ones are "
              "always sent.")
     budget = None
-    if tier == "custom":
+    if tier == CUSTOM_TIER:
         budget = int(choices.number_input("Custom budget (tokens)", min_value=0, max_value=pg.MAX_URL_BUDGET,
                                           step=10, key="budget", width=WIDTHS["budget"]))
     cost_mode = choices.selectbox("Count costs", list(COST_MODES), key="cost_mode", width=WIDTHS["cost_mode"],

@@ -14,6 +14,7 @@ import streamlit as st
 from coachctx import playground as pg
 from coachctx.engine.common_words import glued_parts
 from coachctx.engine.decision import Decision
+from coachctx.engine.policy import CUSTOM_TIER
 from coachctx.errors import CoachctxError, PolicyError
 from coachctx.model import ModelSettings
 from coachctx.playground.chart import CSS as CHART_CSS
@@ -90,7 +91,7 @@ def compute_decision(view: pg.ViewState, policies: Policies, origin: pg.PolicyOr
     routing_model = config if config is not None and st.session_state.get("use_model", True) else None
     try:
         with st.spinner("Asking the model…") if routing_model is not None else contextlib.nullcontext():
-            d = decide(view.question, view.athlete, view.scope, view.tier, view.budget if view.tier == "custom" else None,
+            d = decide(view.question, view.athlete, view.scope, view.tier, view.budget if view.tier == CUSTOM_TIER else None,
                        view.cost_mode, policies.working, policies.working.digest, origin.source, origin.version,
                        routing_model, routing_model.cache_key if routing_model else ())
     except CoachctxError as e:

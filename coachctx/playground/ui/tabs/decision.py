@@ -7,6 +7,7 @@ import streamlit as st
 
 from coachctx import playground as pg
 from coachctx.engine.decision import Decision
+from coachctx.engine.policy import CUSTOM_TIER
 from coachctx.playground.decision_html import headline_html, routing_html, selection_html
 from coachctx.playground.ui.cache import bundle_for
 from coachctx.playground.ui.lazy import lazy_expander
@@ -47,7 +48,7 @@ def render_selection(d: Decision) -> None:
 
 
 def render_download(d: Decision, ctx: Context) -> None:
-    budget = ctx.view.budget if ctx.view.tier == "custom" else None
+    budget = ctx.view.budget if ctx.view.tier == CUSTOM_TIER else None
     bundle = bundle_for(d.athlete)
     # the trace is written when the button is clicked, not on every rerun
     st.download_button(
